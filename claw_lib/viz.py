@@ -1,0 +1,110 @@
+"""Pictures and deterministic HTML for alignments (notebooks 01-02).
+
+Everything here is static: matplotlib figures (shown as PNG in notebooks) and HTML strings
+without scripts, CDN links or random ids, so notebook outputs are stable under nbval.
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional, Sequence
+
+import numpy as np
+
+__all__ = ["use_cjk_font", "plot_cost_matrix", "alignment_html", "OP_COLORS"]
+
+OP_COLORS = {"match": "#2e7d32", "replace": "#c62828", "delete": "#ef6c00", "insert": "#1565c0"}
+
+_CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+              "Source Han Sans SC", "SimHei", "Microsoft YaHei", "PingFang SC", "Heiti SC",
+              "AR PL UMing CN", "Droid Sans Fallback")
+
+
+def use_cjk_font() -> Optional[str]:
+    """Put a Chinese-capable font first in matplotlib's list if one is installed; return its name.
+
+    Without one, Chinese labels render as boxes (and matplotlib warns); the kit then labels
+    the axes with token indices as well, so figures stay readable.
+    """
+    import matplotlib
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    if not any(f in names for f in _CJK_FONTS):
+        import warnings
+
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+    for f in _CJK_FONTS:
+        if f in names:
+            matplotlib.rcParams["font.sans-serif"] = [f] + list(matplotlib.rcParams["font.sans-serif"])
+            matplotlib.rcParams["font.family"] = "sans-serif"
+            matplotlib.rcParams["axes.unicode_minus"] = False
+            return f
+    return None
+
+
+def _labels(tokens: Sequence) -> list:
+    return [f"{k}:{getattr(t, 'text', t)}" for k, t in enumerate(tokens)]
+
+
+def plot_cost_matrix(cost: np.ndarray, output_tokens: Sequence, correction_tokens: Sequence,
+                     alignment=None, ax=None, title: str = "", annotate: bool = True, vmax: float = 1.0):
+    """Heatmap of an (n, m) cost matrix: rows = output tokens, columns = correction tokens.
+
+    With an ``alignment``, the substitutions are circled (green match, red replace) and the DP
+    path is drawn through them. Returns the matplotlib Axes.
+    """
+    import matplotlib.pyplot as plt
+
+    use_cjk_font()
+    cost = np.asarray(cost)
+    n, m = cost.shape
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(4, 0.6 * m + 2), max(3, 0.5 * n + 1.5)))
+    im = ax.imshow(cost, cmap="viridis_r", vmin=0.0, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(m))
+    ax.set_xticklabels(_labels(correction_tokens), rotation=60, ha="right")
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(_labels(output_tokens))
+    ax.set_xlabel("correction tokens (j)")
+    ax.set_ylabel("output tokens (i)")
+    if annotate and n * m <= 400:
+        for i in range(n):
+            for j in range(m):
+                ax.text(j, i, f"{cost[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if cost[i, j] < 0.5 * vmax else "black")
+    if alignment is not None:
+        # path cells (i, j) in DP coordinates -> the token pair (i-1, j-1) they end on
+        pts = [(j - 0.5, i - 0.5) for i, j in alignment.path()]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color="white", lw=1.5, alpha=0.8)
+        for o in alignment.ops:
+            if o.op in ("match", "replace"):
+                ax.add_patch(plt.Circle((o.j, o.i), 0.42, fill=False, lw=2, color=OP_COLORS[o.op]))
+    ax.set_title(title)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="cost = 1 - cos")
+    ax.figure.tight_layout()
+    return ax
+
+
+def alignment_html(text_alignment) -> str:
+    """Both sentences with every token coloured by its op (match/replace/delete/insert)."""
+    ta = text_alignment
+    out_op = {o.i: o for o in ta.alignment.ops if o.i is not None}
+    cor_op = {o.j: o for o in ta.alignment.ops if o.j is not None}
+
+    def row(label, text, tokens, ops):
+        parts, pos = [], 0
+        for k, t in enumerate(tokens):
+            parts.append(html.escape(text[pos:t.start]))
+            o = ops[k]
+            parts.append(
+                f'<span title="{o.op} cost={o.cost:.3f}" style="border-bottom:3px solid '
+                f'{OP_COLORS[o.op]};padding:0 1px">{html.escape(t.text)}</span>')
+            pos = t.end
+        parts.append(html.escape(text[pos:]))
+        return f"<div><b>{label}</b> {''.join(parts)}</div>"
+
+    legend = " ".join(f'<span style="border-bottom:3px solid {c}">{op}</span>' for op, c in OP_COLORS.items())
+    return ('<div style="font-size:15px;line-height:1.9">'
+            + row("output:", ta.output, ta.output_tokens, out_op)
+            + row("correction:", ta.correction, ta.correction_tokens, cor_op)
+            + f'<div style="font-size:12px">{legend}</div></div>')
