@@ -20,9 +20,11 @@ give the same total, the backtrace prefers pairing the tokens, then deleting the
 Two implementations give bit-identical totals and identical paths:
 
 * :func:`align_reference` -- the textbook double loop in plain Python (readable, slow);
-* the default fast path -- the same recurrence evaluated one anti-diagonal at a time with numpy
+* :func:`align` with ``method="diagonal"`` -- the same recurrence evaluated one anti-diagonal at a time with numpy
   (all cells on a diagonal ``i + j = d`` depend only on diagonals ``d-1`` and ``d-2``), with the
   same additions in the same order, so the floating-point results are identical.
+  ``align`` picks the loop for small matrices (below ``AUTO_LOOP_CELLS``, where numpy's per-call
+  overhead loses) and the diagonal sweep for large ones.
 
 :func:`align_seed_loop` is the article's original loop (``np.argmin`` per cell), kept for the
 benchmark in ``benchmarks/bench_align.py``.
@@ -35,7 +37,7 @@ from typing import List, Optional
 
 import numpy as np
 
-__all__ = ["AlignOp", "Alignment", "align", "align_reference", "align_seed_loop"]
+__all__ = ["AlignOp", "Alignment", "align", "align_reference", "align_seed_loop", "AUTO_LOOP_CELLS"]
 
 # op codes used in the backtrace tables
 _SUB, _DEL, _INS = 0, 1, 2
@@ -185,8 +187,12 @@ def align_reference(cost, insert_cost: float = 1.0, delete_cost: float = 1.0,
     return Alignment(ops, float(D[n][m]), n, m, np.array(D, dtype=np.float64) if return_dp else None)
 
 
+#: Below this many cells the plain loop is faster than numpy's per-diagonal call overhead.
+AUTO_LOOP_CELLS = 128 * 128
+
+
 def align(cost, insert_cost: float = 1.0, delete_cost: float = 1.0, match_threshold: float = 0.5,
-          return_dp: bool = False) -> Alignment:
+          return_dp: bool = False, method: str = "auto") -> Alignment:
     """Cheapest monotone alignment of output tokens (rows) to correction tokens (columns).
 
     cost:            (n, m) array-like of float, C[i, j] = cost of pairing output token i with
@@ -196,11 +202,17 @@ def align(cost, insert_cost: float = 1.0, delete_cost: float = 1.0, match_thresh
     delete_cost:     cost of an output token that pairs with nothing (>= 0).
     match_threshold: a substitution with cost <= threshold is a "match", otherwise a "replace".
     return_dp:       also return the (n+1, m+1) table D (memory O(n m)).
+    method:          "diagonal" (numpy, one anti-diagonal at a time), "loop"
+                     (:func:`align_reference`) or "auto": the loop below ``AUTO_LOOP_CELLS``
+                     cells, where it is faster, the diagonal sweep above. All give identical results.
 
     Returns an :class:`Alignment`; raises ``ValueError`` on NaN/inf costs or a bad shape.
-    Runs the anti-diagonal numpy evaluation; identical to :func:`align_reference`.
     """
+    if method not in ("auto", "diagonal", "loop"):
+        raise ValueError(f"method must be 'auto', 'diagonal' or 'loop', got {method!r}")
     c = _check(cost, insert_cost, delete_cost, match_threshold)
+    if method == "loop" or (method == "auto" and c.size <= AUTO_LOOP_CELLS):
+        return align_reference(c, insert_cost, delete_cost, match_threshold, return_dp)
     n, m = c.shape
     col, row = _boundaries(n, m, insert_cost, delete_cost)
     nd = n + m + 1
@@ -277,6 +289,6 @@ def align_seed_loop(cost_matrix, match_threshold: float = 0.5):
             alignment.append(("delete", i - 1, None))
         else:
             alignment.append(("insert", None, j - 1))
-        i, j = pi, pj
+        i, j = int(pi), int(pj)
     alignment.reverse()
     return float(dp[n, m]), alignment

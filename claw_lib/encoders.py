@@ -29,7 +29,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .tokens import Token, map_subtokens_to_words, tokenize
+from .tokens import Token, tokenize, word_subtoken_overlaps
 from .utils import cache_dir, resolve_device
 
 __all__ = [
@@ -335,7 +335,8 @@ class Encoder:
         """Contextual word vectors: the sentence is encoded once, sub-tokens mean-pooled per word.
 
         words: word tokens of ``text`` (default :func:`claw_lib.tokens.tokenize`).
-        Bare word-start markers ("▁", "Ġ") are left out of the pooling unless a word has nothing
+        Every sub-token overlapping a word is pooled into it (a sub-token such as 都是 that
+        straddles 首都|是 counts for both). Bare word-start markers ("▁", "Ġ") are left out of the pooling unless a word has nothing
         else; a word no sub-token overlaps (possible only for characters the tokenizer drops)
         takes the vector of the nearest sub-token.
         """
@@ -347,14 +348,14 @@ class Encoder:
             return WordEmbeddings(words, out)
         if not subs:
             raise ValueError(f"the encoder produced no sub-tokens for {text!r}")
-        wmap = map_subtokens_to_words(words, subs)
+        overlaps = word_subtoken_overlaps(words, subs)
         centers = np.array([(s.start + s.end) / 2 for s in subs])
         for w, tok in enumerate(words):
-            idx = np.flatnonzero(wmap == w)
+            idx = list(overlaps[w])
             core = [k for k in idx if pieces[k] not in _MARKERS]
             if core:
                 idx = core
-            if len(idx) == 0:
+            if not idx:
                 idx = [int(np.argmin(np.abs(centers - (tok.start + tok.end) / 2)))]
             out[w] = H[idx].mean(axis=0)
         return WordEmbeddings(words, out)

@@ -22,7 +22,7 @@ from typing import List, Sequence
 import numpy as np
 
 __all__ = [
-    "Token", "tokenize", "subword_tokens", "map_subtokens_to_words",
+    "Token", "tokenize", "subword_tokens", "map_subtokens_to_words", "word_subtoken_overlaps",
     "words_to_subtokens", "subtokens_to_words", "MAX_TEXT_CHARS",
 ]
 
@@ -170,29 +170,35 @@ def words_to_subtokens(values: Sequence[float], mapping: np.ndarray, mode: str =
     return out
 
 
-def subtokens_to_words(values: Sequence[float], mapping: np.ndarray, n_words: int,
+def word_subtoken_overlaps(words: Sequence[Token], subtokens: Sequence[Token]) -> List[np.ndarray]:
+    """For each word, the indices of all sub-tokens whose span overlaps it (many-to-many).
+
+    Sub-tokens need not respect word boundaries: e5 cuts 首都是 into 首 | 都是, so 都是 overlaps
+    both 首都 and 是. Returns a list of int64 arrays, one per word (possibly empty).
+    """
+    if not subtokens:
+        return [np.zeros(0, dtype=np.int64) for _ in words]
+    s = np.array([t.start for t in subtokens])
+    e = np.array([t.end for t in subtokens])
+    return [np.flatnonzero((np.minimum(e, w.end) - np.maximum(s, w.start)) > 0) for w in words]
+
+
+def subtokens_to_words(values: Sequence[float], words: Sequence[Token], subtokens: Sequence[Token],
                        mode: str = "mean", fill: float = float("nan")) -> np.ndarray:
     """Pool per-sub-token values (shape (n_sub,)) into per-word values (shape (n_words,)).
 
-    mode is "mean", "sum", "first" or "min"; a word with no sub-token gets ``fill``.
+    Every sub-token that overlaps a word contributes to it (see :func:`word_subtoken_overlaps`),
+    so a word that shares its only sub-token with a neighbour still gets a value.
+    mode is "mean", "sum", "first" or "min"; a word no sub-token overlaps gets ``fill``.
     """
     v = np.asarray(values, dtype=np.float64)
-    mapping = np.asarray(mapping)
-    if v.shape != mapping.shape:
-        raise ValueError(f"values has shape {v.shape} but mapping has shape {mapping.shape}")
-    out = np.full(n_words, fill, dtype=np.float64)
-    for w in range(n_words):
-        sel = v[mapping == w]
-        if sel.size == 0:
-            continue
-        if mode == "mean":
-            out[w] = sel.mean()
-        elif mode == "sum":
-            out[w] = sel.sum()
-        elif mode == "first":
-            out[w] = sel[0]
-        elif mode == "min":
-            out[w] = sel.min()
-        else:
-            raise ValueError(f"mode must be 'mean', 'sum', 'first' or 'min', got {mode!r}")
+    if v.shape != (len(subtokens),):
+        raise ValueError(f"values has shape {v.shape} but there are {len(subtokens)} sub-tokens")
+    pool = {"mean": np.mean, "sum": np.sum, "first": lambda x: x[0], "min": np.min}
+    if mode not in pool:
+        raise ValueError(f"mode must be 'mean', 'sum', 'first' or 'min', got {mode!r}")
+    out = np.full(len(words), fill, dtype=np.float64)
+    for w, idx in enumerate(word_subtoken_overlaps(words, subtokens)):
+        if idx.size:
+            out[w] = pool[mode](v[idx])
     return out

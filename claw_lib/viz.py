@@ -25,9 +25,13 @@ def use_cjk_font() -> Optional[str]:
     Without one, Chinese labels render as boxes (and matplotlib warns); the kit then labels
     the axes with token indices as well, so figures stay readable.
     """
+    import logging
+
     import matplotlib
     from matplotlib import font_manager
 
+    # font fallback chatter ("findfont: ...") would make notebook outputs depend on installed fonts
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     names = {f.name for f in font_manager.fontManager.ttflist}
     if not any(f in names for f in _CJK_FONTS):
         import warnings
@@ -71,7 +75,7 @@ def plot_cost_matrix(cost: np.ndarray, output_tokens: Sequence, correction_token
         for i in range(n):
             for j in range(m):
                 ax.text(j, i, f"{cost[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if cost[i, j] < 0.5 * vmax else "black")
+                        color="black" if cost[i, j] < 0.5 * vmax else "white")
     if alignment is not None:
         # path cells (i, j) in DP coordinates -> the token pair (i-1, j-1) they end on
         pts = [(j - 0.5, i - 0.5) for i, j in alignment.path()]

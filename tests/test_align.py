@@ -82,7 +82,7 @@ def test_unit_costs_equal_levenshtein(seed):
 )
 def test_fast_equals_reference(c, ins, dele):
     """Identical totals (bit for bit), ops and DP tables, ties included (few distinct values)."""
-    a = align(c, ins, dele, return_dp=True)
+    a = align(c, ins, dele, return_dp=True, method="diagonal")
     b = align_reference(c, ins, dele, return_dp=True)
     assert a.total_cost == b.total_cost
     assert a.ops == b.ops
@@ -155,6 +155,15 @@ def test_dp_table_matches_recurrence():
     for i in range(1, 6):
         for j in range(1, 7):
             assert D[i, j] == min(D[i - 1, j - 1] + c[i - 1, j - 1], D[i - 1, j] + 0.4, D[i, j - 1] + 0.7)
+
+
+@pytest.mark.parametrize("shape", [(130, 140), (200, 3), (1, 300)])
+def test_diagonal_and_loop_agree_on_large_inputs(shape):
+    rng = np.random.default_rng(sum(shape))
+    c = np.round(rng.random(shape) * 4) / 4  # many ties
+    a, b = align(c, 0.5, 0.5, method="diagonal"), align(c, 0.5, 0.5, method="loop")
+    assert a.total_cost == b.total_cost and a.ops == b.ops
+    assert align(c, 0.5, 0.5).ops == a.ops  # auto
 
 
 def test_path_cells():

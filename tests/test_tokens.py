@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claw_lib.tokens import (Token, map_subtokens_to_words, subtokens_to_words, tokenize,
-                             words_to_subtokens)
+                             word_subtoken_overlaps, words_to_subtokens)
 
 
 def words(text):
@@ -76,8 +76,20 @@ def test_map_and_move_values():
     split = words_to_subtokens(v, mp, "split")
     assert split.tolist() == [0, 0.5, 0.5, 0.5, -0.5, -0.5]
     assert np.isclose(split.sum(), v.sum())
-    back = subtokens_to_words(words_to_subtokens(v, mp, "spread"), mp, 3, "mean")
+    back = subtokens_to_words(words_to_subtokens(v, mp, "spread"), ws, subs, "mean")
     assert back.tolist() == v.tolist()
-    assert subtokens_to_words(split, mp, 3, "sum").tolist() == v.tolist()
+    assert subtokens_to_words(split, ws, subs, "sum").tolist() == v.tolist()
     with pytest.raises(ValueError):
         words_to_subtokens(v, mp, "bogus")
+
+
+def test_subtokens_straddling_words():
+    """e5 cuts 首都是 as 首 | 都是: 都是 belongs to 首都 (first overlap) but also feeds 是."""
+    ws = [Token("首都", 0, 2), Token("是", 2, 3), Token("伦敦", 3, 5)]
+    subs = [Token("首", 0, 1), Token("都是", 1, 3), Token("伦敦", 3, 5)]
+    assert map_subtokens_to_words(ws, subs).tolist() == [0, 0, 2]
+    assert [x.tolist() for x in word_subtoken_overlaps(ws, subs)] == [[0, 1], [1], [2]]
+    vals = np.array([1.0, 3.0, -2.0])
+    assert subtokens_to_words(vals, ws, subs, "mean").tolist() == [2.0, 3.0, -2.0]
+    assert subtokens_to_words(vals, ws, subs, "first").tolist() == [1.0, 3.0, -2.0]
+    assert np.isnan(subtokens_to_words(vals, ws + [Token("x", 9, 10)], subs)[3])

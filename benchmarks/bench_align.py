@@ -1,0 +1,61 @@
+"""Time the DP alignment: the numpy anti-diagonal sweep (``align(method="diagonal")``) vs the plain-Python reference vs the
+article's loop (np.argmin per cell), all in one run, on random (n, n) cost matrices.
+
+    python benchmarks/bench_align.py [--sizes 16 64 256 512 1024] [--repeat 3] [--out results/bench_align.md]
+
+Prints the best-of-repeat time of each and the ratios; the seed loop is skipped above 512
+(it takes minutes). Ratios, not absolute times, are the claim: they hold across machines.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from claw_lib.align import align, align_reference, align_seed_loop
+
+
+def best_time(fn, c, repeat):
+    fn(c)  # warm-up
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn(c)
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", type=int, nargs="+", default=[16, 64, 256, 512, 1024])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed-loop-max", type=int, default=512)
+    ap.add_argument("--out", default=None, help="also write the table (Markdown) here")
+    a = ap.parse_args()
+    rng = np.random.default_rng(0)
+    rows = ["| n x n | diagonal (ms) | reference loop (ms) | seed loop (ms) | reference / diagonal | seed loop / diagonal |",
+            "|---|---|---|---|---|---|"]
+    for n in a.sizes:
+        c = rng.random((n, n))
+        tf = best_time(lambda x: align(x, method="diagonal"), c, a.repeat)
+        tr = best_time(align_reference, c, a.repeat if n <= 512 else 1)
+        ts = best_time(lambda x: align_seed_loop(x), c, 1) if n <= a.seed_loop_max else float("nan")
+        assert align(c).ops == align_reference(c).ops
+        rows.append(f"| {n} x {n} | {tf * 1e3:.2f} | {tr * 1e3:.1f} | "
+                    f"{'-' if ts != ts else f'{ts * 1e3:.0f}'} | {tr / tf:.1f}x | "
+                    f"{'-' if ts != ts else f'{ts / tf:.0f}x'} |")
+        print(rows[-1], flush=True)
+    head = (f"DP alignment benchmark (python {platform.python_version()}, numpy {np.__version__}, "
+            f"{platform.machine()}, best of {a.repeat})")
+    table = "\n".join([head, ""] + rows)
+    print("\n" + table)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
