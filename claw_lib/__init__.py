@@ -8,6 +8,10 @@ The pipeline, one module per stage (the notebook that introduces each is in brac
 * :mod:`claw_lib.align`    DP alignment with a recorded backtrace (op, i, j, cost) [02]
 * :mod:`claw_lib.semantic` text in, alignment out                                 [02]
 * :mod:`claw_lib.viz`      heatmaps and deterministic HTML                        [01-02]
+* :mod:`claw_lib.world`    the bilingual fact world, prompts with hints           [05a]
+* :mod:`claw_lib.lm`       causal LMs: loading, per-token log-probs, sampling     [05a]
+* :mod:`claw_lib.pretrain` the kit's tiny GPT (``claw pretrain``) and its evaluation [05a]
+* :mod:`claw_lib.users`    simulated users (correcting, student, teacher), FactEnv [05a]
 """
 from .align import AlignOp, Alignment, align, align_reference
 from .costs import cost_matrix, cosine_cost, lexical_cost, text_cost

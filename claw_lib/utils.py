@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["cache_dir", "resolve_device", "seed_everything"]
+__all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing"]
 
 
 def cache_dir() -> Path:
@@ -53,3 +53,18 @@ def seed_everything(seed: int = 0, threads: int | None = 1) -> None:
     torch.manual_seed(seed)
     if threads is not None:
         torch.set_num_threads(threads)
+
+
+def stable_printing(decimals: int = 3) -> None:
+    """numpy and torch print floats rounded to ``decimals``, and never as "-0.00".
+
+    A value like -1e-7 prints as "-0." on one machine and "0." on another; notebooks checked by
+    nbval call this once so their stored outputs do not depend on such noise.
+    """
+    import torch
+
+    def fmt(v):
+        return f"{round(float(v), decimals) + 0.0:.{decimals}f}"
+
+    np.set_printoptions(precision=decimals, suppress=True, formatter={"float": fmt})
+    torch.set_printoptions(precision=decimals, sci_mode=False)

@@ -1,0 +1,209 @@
+"""Simulated users of the fact world, and a small environment API (notebook 05a).
+
+* :class:`CorrectingUser` thanks a right answer and corrects a wrong one in natural Chinese or
+  English, sometimes with an irrelevant clause ("另外法国红酒也不错。"), sometimes vaguely
+  ("不太对吧。"), deterministic from a seed. Score: 1 if the answer states the truth, else 0.
+* :class:`StudentUser` and :class:`TeacherUser` are scaled-down versions of the OpenClaw-RL
+  paper's personal-agent users. Each states concrete, checkable style preferences, replies with
+  feedback when they are violated, and scores a response in [0, 1] (the paper's LLM-judge
+  rating, made rule-based): ``score = correct * share of style checks passed``.
+
+  - student ("don't look machine-written"): do not restate the question's subject, no full stop
+    at the end -> wants the *casual* style ("巴黎啦", "Paris, I think");
+  - teacher ("specific, friendly comments"): open with "好问题！"/"Good question!", a full sentence
+    naming subject and answer, close with "继续加油！"/"Keep it up!" -> the *friendly* style.
+
+:class:`FactEnv` ties a world, a user and a split together: ``reset(seed)``, ``sample(n)`` tasks,
+``step(task, response)`` -> :class:`Feedback` (next-state text + score).
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from .world import STYLE_HINTS, Fact, FactWorld, build_prompt
+
+__all__ = ["Feedback", "CorrectingUser", "StudentUser", "TeacherUser", "FactEnv", "Task", "make_user",
+           "states_value"]
+
+
+@dataclass
+class Feedback:
+    """next_state: the user's reply (what OpenClaw-RL calls s_{t+1}); score in [0, 1];
+    checks: the named checks behind the score; kind: "thanks", "correction", "vague", "style"."""
+
+    next_state: str
+    score: float
+    kind: str
+    checks: dict = field(default_factory=dict)
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s.casefold()).strip()
+
+
+def states_value(response: str, value: str) -> bool:
+    """Does the response state ``value`` (as a whole word in English, as a substring in Chinese)?"""
+    r, v = _norm(response), _norm(value)
+    if not v:
+        return False
+    if re.fullmatch(r"[a-z0-9\s\-'.]+", v):  # Latin script: whole words only
+        return re.search(rf"(?<!\w){re.escape(v)}(?!\w)", r) is not None
+    return v in r
+
+
+def _correct(fact: Fact, response: str, world: FactWorld) -> bool:
+    """States the truth and no other value of the same relation (hedging "伦敦或巴黎" fails)."""
+    if not states_value(response, fact.truth):
+        return False
+    others = {c.value(fact.relation, fact.lang) for c in world.known + world.heldout} - {fact.truth}
+    wrong = world.wrong_value(fact)
+    if wrong:
+        others.add(wrong)
+    return not any(states_value(response, o) for o in others if not states_value(fact.truth, o))
+
+
+class CorrectingUser:
+    """Thanks when right, corrects when wrong; ``p_noise`` adds an irrelevant clause,
+    ``p_vague`` gives a correction without the answer ("不太对吧。")."""
+
+    name = "correcting"
+
+    def __init__(self, world: FactWorld, p_noise: float = 0.2, p_vague: float = 0.1, seed: int = 0):
+        self.world, self.p_noise, self.p_vague = world, p_noise, p_vague
+        self.rng = random.Random(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def preferences(self, lang: str) -> str:
+        return "答对就行。" if lang == "zh" else "Just get it right."
+
+    def reply(self, fact: Fact, response: str) -> Feedback:
+        rng, zh = self.rng, fact.lang == "zh"
+        if _correct(fact, response, self.world):
+            return Feedback(rng.choice(["谢谢！", "对，谢谢。", "好的，明白了。"] if zh else
+                                       ["Thanks!", "Right, thank you.", "Got it, thanks."]), 1.0, "thanks")
+        if rng.random() < self.p_vague:
+            return Feedback(rng.choice(["不太对吧。", "好像不对。"] if zh else
+                                       ["Hmm, that doesn't look right.", "I don't think so."]), 0.0, "vague")
+        if zh:
+            text = rng.choice(["不对，{a}", "错了，{a}", "你说的不对，{a}"]).format(a=fact.answer())
+            if rng.random() < self.p_noise:
+                text += rng.choice([f"另外{fact.subject}的菜也很好吃。", "另外今天天气不错。"])
+        else:
+            a = fact.answer()
+            text = rng.choice(["No, {a}", "Wrong, {a}", "That's not right, {a}"]).format(a=a[0].lower() + a[1:])
+            if rng.random() < self.p_noise:
+                text += rng.choice([f" Also, the food in {fact.subject} is great.", " Also, nice weather today."])
+        return Feedback(text, 0.0, "correction")
+
+
+class _StyleUser:
+    style = ""
+    name = ""
+
+    def __init__(self, world: FactWorld, seed: int = 0):
+        self.world = world
+        self.rng = random.Random(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def preferences(self, lang: str) -> str:
+        """The user's stated preference: the same text the pre-training hints use."""
+        return STYLE_HINTS[self.style][0 if lang == "zh" else 1]
+
+    def checks(self, fact: Fact, response: str) -> dict:
+        raise NotImplementedError
+
+    def reply(self, fact: Fact, response: str) -> Feedback:
+        correct = _correct(fact, response, self.world)
+        checks = self.checks(fact, response)
+        score = float(correct) * sum(checks.values()) / len(checks)
+        zh = fact.lang == "zh"
+        if score == 1.0:
+            return Feedback("很好，就是这样！" if zh else "Great, exactly like that!", 1.0, "thanks", checks)
+        parts = []
+        if not correct:
+            parts.append(("不对，" if zh else "No, ") + (fact.answer() if zh else fact.answer()[0].lower() + fact.answer()[1:]))
+        if not all(checks.values()):
+            parts.append(self.preferences(fact.lang))
+        return Feedback(("" if zh else " ").join(parts), score, "style", checks)
+
+
+class StudentUser(_StyleUser):
+    """Wants answers that do not look machine-written: no restating, no full stop."""
+
+    style, name = "casual", "student"
+
+    def checks(self, fact: Fact, response: str) -> dict:
+        r = response.strip()
+        return {"no_restating": fact.subject.casefold() not in r.casefold(),
+                "no_full_stop": not r.endswith(("。", ".", "！", "!"))}
+
+
+class TeacherUser(_StyleUser):
+    """Wants specific, friendly comments: an opener, a full sentence, an encouragement."""
+
+    style, name = "friendly", "teacher"
+
+    def checks(self, fact: Fact, response: str) -> dict:
+        r = response.strip()
+        zh = fact.lang == "zh"
+        return {"opener": r.startswith("好问题！" if zh else "Good question!"),
+                "full_sentence": states_value(r, fact.subject) and states_value(r, fact.truth),
+                "encouragement": r.endswith("继续加油！" if zh else "Keep it up!")}
+
+
+def make_user(name: str, world: FactWorld, seed: int = 0):
+    """"correcting", "student" or "teacher"."""
+    users = {"correcting": CorrectingUser, "student": StudentUser, "teacher": TeacherUser}
+    if name not in users:
+        raise ValueError(f"user must be one of {sorted(users)}, got {name!r}")
+    return users[name](world, seed=seed)
+
+
+@dataclass
+class Task:
+    """One question for the policy: the fact and the prompt text it is asked with."""
+
+    fact: Fact
+    prompt: str
+
+
+class FactEnv:
+    """A world, a user and a pool of facts.
+
+    split: which facts are asked ("known", "known_clean", "misconception", "heldout");
+    misconception_share: share of sampled tasks drawn from the planted misconceptions (so that
+    the correcting user has something to correct); tokenizer: for chat-template prompts.
+    """
+
+    def __init__(self, world: Optional[FactWorld] = None, user: str = "correcting", split: str = "known",
+                 relations=("capital",), langs=("zh", "en"), misconception_share: float = 0.5,
+                 seed: int = 0, tokenizer=None):
+        self.world = world or FactWorld()
+        self.user = make_user(user, self.world, seed)
+        self.pool = self.world.facts(split, relations=relations, langs=langs)
+        self.mis = [f for f in self.world.facts("misconception", langs=langs) if f.relation in relations]
+        self.misconception_share = misconception_share if self.mis else 0.0
+        self.tokenizer = tokenizer
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.user.reset(seed + 1)
+
+    def sample(self, n: int) -> List[Task]:
+        tasks = []
+        for _ in range(n):
+            src = self.mis if self.rng.random() < self.misconception_share else self.pool
+            f = self.rng.choice(src)
+            tasks.append(Task(f, build_prompt(f.question(), f.lang, tokenizer=self.tokenizer)))
+        return tasks
+
+    def step(self, task: Task, response: str) -> Feedback:
+        return self.user.reply(task.fact, response)
