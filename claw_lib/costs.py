@@ -35,19 +35,25 @@ def cosine_cost(E: np.ndarray, F: np.ndarray, eps: float = 1e-8) -> np.ndarray:
     return np.clip(1.0 - En @ Fn.T, 0.0, 2.0).reshape(len(E), len(F))
 
 
-def _chars(s: str) -> Counter:
-    return Counter(s.casefold())
+def _grams(s: str) -> Counter:
+    """Character bigrams of the case-folded word (its single character if it has only one)."""
+    s = s.casefold()
+    return Counter([s[k:k + 2] for k in range(len(s) - 1)] if len(s) > 1 else [s] if s else [])
 
 
 def lexical_cost(a: Sequence[Token | str], b: Sequence[Token | str]) -> np.ndarray:
-    """1 - Dice overlap of the (case-folded) character multisets: 0 for equal words, 1 for
-    words that share no character. Returns (len(a), len(b)) float64 in [0, 1]."""
-    ca = [_chars(t.text if isinstance(t, Token) else t) for t in a]
-    cb = [_chars(t.text if isinstance(t, Token) else t) for t in b]
-    out = np.ones((len(ca), len(cb)))
-    for i, x in enumerate(ca):
+    """1 - Dice overlap of the words' character-bigram multisets: 0 for equal words (case
+    folded), 1 for words that share no bigram. Returns (len(a), len(b)) float64 in [0, 1].
+
+    Bigrams, not single characters: "west"/"east" share three letters but one bigram (st), and
+    蓝色/红色 share 色 but no bigram; single-character words compare as themselves.
+    """
+    ga = [_grams(t.text if isinstance(t, Token) else t) for t in a]
+    gb = [_grams(t.text if isinstance(t, Token) else t) for t in b]
+    out = np.ones((len(ga), len(gb)))
+    for i, x in enumerate(ga):
         nx = sum(x.values())
-        for j, y in enumerate(cb):
+        for j, y in enumerate(gb):
             tot = nx + sum(y.values())
             if tot:
                 out[i, j] = 1.0 - 2.0 * sum((x & y).values()) / tot

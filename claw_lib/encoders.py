@@ -338,7 +338,8 @@ class Encoder:
         Every sub-token overlapping a word is pooled into it (a sub-token such as 都是 that
         straddles 首都|是 counts for both). Bare word-start markers ("▁", "Ġ") are left out of the pooling unless a word has nothing
         else; a word no sub-token overlaps (possible only for characters the tokenizer drops)
-        takes the vector of the nearest sub-token.
+        takes the vector of the nearest sub-token; if the encoder sees no sub-token at all, every
+        word gets a zero vector (cosine cost 1 to everything).
         """
         words = tokenize(text) if words is None else list(words)
         subs, pieces, H = self.subtoken_states(text, layer)
@@ -346,8 +347,8 @@ class Encoder:
         out = np.zeros((len(words), d), dtype=np.float32)
         if not words:
             return WordEmbeddings(words, out)
-        if not subs:
-            raise ValueError(f"the encoder produced no sub-tokens for {text!r}")
+        if not subs:  # nothing the encoder can see: zero vectors, i.e. cost 1 to everything (documented)
+            return WordEmbeddings(words, out)
         overlaps = word_subtoken_overlaps(words, subs)
         centers = np.array([(s.start + s.end) / 2 for s in subs])
         for w, tok in enumerate(words):

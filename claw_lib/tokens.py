@@ -6,7 +6,7 @@ Word level (what people read and what the alignment works on):
 * everything else is split by a regex into words (letters/digits, with inner apostrophes,
   hyphens and decimal points), single punctuation marks, and emoji sequences (ZWJ, skin tones
   and variation selectors kept together);
-* whitespace never becomes a token.
+* whitespace and invisible characters (controls, zero-width marks) never become tokens.
 
 Sub-token level (what a model acts on): the offsets a Hugging Face *fast* tokenizer returns.
 :func:`map_subtokens_to_words` links the two, and :func:`words_to_subtokens` /
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import List, Sequence
 
@@ -75,9 +76,15 @@ def _get_jieba():
     return _jieba
 
 
+def _invisible(s: str) -> bool:
+    """Only control or format characters (\x08, zero-width space ...): not a word."""
+    return all(unicodedata.category(ch) in ("Cc", "Cf") for ch in s)
+
+
 def _split_non_cjk(text: str, offset: int, out: List[Token]) -> None:
     for mt in _WORD.finditer(text):
-        out.append(Token(mt.group(), offset + mt.start(), offset + mt.end()))
+        if not _invisible(mt.group()):
+            out.append(Token(mt.group(), offset + mt.start(), offset + mt.end()))
 
 
 def tokenize(text: str, max_chars: int = MAX_TEXT_CHARS) -> List[Token]:

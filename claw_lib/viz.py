@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-__all__ = ["use_cjk_font", "plot_cost_matrix", "alignment_html", "OP_COLORS"]
+__all__ = ["use_cjk_font", "plot_cost_matrix", "alignment_html", "reward_html", "plot_rewards", "OP_COLORS"]
 
 OP_COLORS = {"match": "#2e7d32", "replace": "#c62828", "delete": "#ef6c00", "insert": "#1565c0"}
 
@@ -112,3 +112,61 @@ def alignment_html(text_alignment) -> str:
             + row("output:", ta.output, ta.output_tokens, out_op)
             + row("correction:", ta.correction, ta.correction_tokens, cor_op)
             + f'<div style="font-size:12px">{legend}</div></div>')
+
+
+def _signed(r: float, decimals: int = 3) -> str:
+    """"+0.500" / "-1.000", and never "-0.000" (rounding noise must not flip a printed sign)."""
+    return f"{round(float(r), decimals) + 0.0:+.{decimals}f}"
+
+
+def _reward_colour(r: float, vmax: float = 1.0) -> str:
+    """Red for negative, green for positive, white at 0 (a fixed, deterministic palette)."""
+    r = round(float(r), 3) + 0.0
+    x = max(-1.0, min(1.0, r / vmax if vmax else 0.0))
+    if x >= 0:
+        g = int(255 - 90 * x)
+        return f"#{int(255 - 200 * x):02x}{g:02x}{int(255 - 200 * x):02x}"
+    return f"#ff{int(255 + 200 * x):02x}{int(255 + 200 * x):02x}"
+
+
+def reward_html(token_rewards, vmax: float = 1.0, title: str = "") -> str:
+    """The output with every token's background coloured by its reward (hover shows the value).
+
+    ``token_rewards``: a :class:`~claw_lib.rewards.TokenRewards`. Deterministic HTML, no scripts.
+    """
+    tr = token_rewards
+    parts, pos = [], 0
+    for t, r in zip(tr.tokens, tr.rewards):
+        parts.append(html.escape(tr.output[pos:t.start]))
+        parts.append(f'<span title="{_signed(r)}" style="background:{_reward_colour(float(r), vmax)};'
+                     f'padding:1px 2px;border-radius:3px">{html.escape(t.text)}</span>')
+        pos = t.end
+    parts.append(html.escape(tr.output[pos:]))
+    label = html.escape(title or tr.strategy)
+    return (f'<div style="font-size:15px;line-height:2"><b>{label}</b>&nbsp; {"".join(parts)}'
+            f' &nbsp;<span style="font-size:11px;color:#666">({" ".join(_signed(r, 2) for r in tr.rewards)})</span></div>')
+
+
+def plot_rewards(token_rewards_list, ax=None, title: str = ""):
+    """Grouped bars: one group per token, one bar per :class:`TokenRewards` (same output)."""
+    import matplotlib.pyplot as plt
+
+    use_cjk_font()
+    trs = list(token_rewards_list)
+    n = len(trs[0].tokens)
+    if any(len(t.tokens) != n for t in trs):
+        raise ValueError("all TokenRewards must be for the same output")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(5, 0.9 * n + 1), 3))
+    w = 0.8 / len(trs)
+    for k, tr in enumerate(trs):
+        ax.bar(np.arange(n) + (k - (len(trs) - 1) / 2) * w, tr.rewards, w, label=tr.strategy)
+    ax.set_xticks(range(n))
+    ax.set_xticklabels([t.text for t in trs[0].tokens])
+    ax.axhline(0, color="black", lw=0.6)
+    ax.set_ylabel("reward")
+    ax.set_title(title)
+    if len(trs) > 1:
+        ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax

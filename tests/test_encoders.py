@@ -114,8 +114,11 @@ def test_cost_matrix_formula():
         for j in range(3):
             cos = E[i] @ F[j] / np.linalg.norm(E[i]) / np.linalg.norm(F[j])
             assert np.isclose(C[i, j], 1 - cos)
-    L = lexical_cost(["巴黎", "Paris", "ab"], ["巴黎", "paris", "bc", ""])
-    assert L[0, 0] == 0 and L[1, 1] == 0 and np.isclose(L[2, 2], 0.5) and L[2, 3] == 1
+    L = lexical_cost(["巴黎", "Paris", "abc", "west", "的"], ["巴黎", "paris", "bcd", "east", "", "的"])
+    assert L[0, 0] == 0 and L[1, 1] == 0 and L[4, 5] == 0 and L[2, 4] == 1
+    assert np.isclose(L[2, 2], 1 - 2 * 1 / 4)  # bigrams {ab, bc} vs {bc, cd}
+    assert np.isclose(L[3, 3], 1 - 2 * 1 / 6)  # {we, es, st} vs {ea, as, st}
+    assert lexical_cost(["蓝色"], ["红色"])[0, 0] == 1
     assert np.allclose(cost_matrix(E, F, "abcd", "abc", 0.25), 0.75 * C + 0.25 * lexical_cost("abcd", "abc"))
     assert cosine_cost(np.zeros((1, 3)), np.ones((2, 3))).tolist() == [[1.0, 1.0]]
     with pytest.raises(ValueError):

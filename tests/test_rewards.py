@@ -1,0 +1,218 @@
+"""Token rewards: values against formulas, invariants for any input, the probe-set quality gate."""
+import json
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from claw_lib.cli import main
+from claw_lib.corrections import clean_correction, negated_spans
+from claw_lib.probe import load_probe_set, probe_metrics
+from claw_lib.rewards import (RewardConfig, check_lengths, fuse_rewards, policy_token_rewards, subtoken_spans,
+                              token_rewards)
+from claw_lib.shaping import (aggregate_corrections, confidence_weights, decayed_credit, masked_mean, masked_var,
+                              masked_whiten, positive_shaping)
+
+SEED_OUT, SEED_COR = "法国的首都是伦敦。", "不对，法国的首都是巴黎。"
+
+
+def words(tr):
+    return {t.text: float(r) for t, r in zip(tr.tokens, tr.rewards)}
+
+
+def test_binary_seed_example(e5):
+    tr = token_rewards(SEED_OUT, SEED_COR, "binary", encoder=e5)
+    assert tr.rewards.tolist() == [0.5, 0.5, 0.5, 0.5, -1.0, 0.5]
+    assert tr.rejected.tolist() == [False] * 4 + [True, False]
+
+
+def test_continuous_is_the_formula_on_recorded_costs(e5):
+    cfg = RewardConfig()
+    tr = token_rewards("法国的首都是马赛。", SEED_COR, "continuous", cfg, encoder=e5)
+    C = tr.alignment.cost
+    for o in tr.alignment.alignment.ops:
+        if o.op in ("match", "replace"):
+            assert tr.rewards[o.i] == pytest.approx(np.clip(cfg.a - cfg.b * C[o.i, o.j], cfg.lo, cfg.hi))
+        elif o.op == "delete":
+            assert tr.rewards[o.i] == cfg.lo
+    assert tr.rewards.min() == tr.rewards[4] < 0 and (tr.rewards >= cfg.lo).all() and (tr.rewards <= cfg.hi).all()
+
+
+def test_negation_rejects_the_repeated_entity(e5):
+    for out, cor, bad in [("他昨天去了北京。", "不是北京，他昨天去了上海。", "北京"),
+                          ("He went to Berlin yesterday.", "Not Berlin, he went to Rome yesterday.", "Berlin"),
+                          ("鲸鱼是鱼。", "是哺乳动物，不是鱼。", "鱼"),
+                          ("Egypt is in Asia.", "Egypt is in Africa, not Asia.", "Asia")]:
+        tr = token_rewards(out, cor, "binary", encoder=e5)
+        assert words(tr)[bad] == -1.0, (out, words(tr))
+        assert bad in tr.info["negated"]
+    # without the rule, Asia would be matched with the correction's repeated Asia
+    off = token_rewards("Egypt is in Asia.", "Egypt is in Africa, not Asia.", "binary",
+                        RewardConfig(negation=False), encoder=e5)
+    assert words(off)["Asia"] > 0
+
+
+def test_cleaning_noisy_corrections(e5):
+    cc = clean_correction("你说的不对，巴黎才是首都，另外法国红酒也不错。")
+    assert cc.text == "巴黎才是首都，" and not cc.affirmation
+    assert clean_correction("No, it is Paris. Also, French wine is great.").text == "it is Paris."
+    noisy = token_rewards(SEED_OUT, "你说的不对，法国的首都是巴黎，另外法国红酒也不错。", "binary", encoder=e5)
+    assert words(noisy)["伦敦"] == -1.0 and words(noisy)["法国"] == 0.5
+    assert [s for s in negated_spans("in Asia, not Africa")] == [(13, 19)]
+
+
+def test_affirmation_and_vague_replies(e5):
+    ok = token_rewards("法国的首都是巴黎。", "对，谢谢！", "binary", encoder=e5)
+    assert ok.info.get("affirmation") and (ok.rewards == 0.5).all()
+    vague = token_rewards(SEED_OUT, "不太对吧。", "continuous", encoder=e5)
+    assert vague.info.get("vague") and (vague.rewards == 0).all()
+
+
+def test_sentence_level_spreads_one_scalar(e5):
+    tr = token_rewards(SEED_OUT, SEED_COR, "sentence", encoder=e5)
+    assert (tr.rewards == -1.0).all()
+    assert (token_rewards("法国的首都是巴黎。", SEED_COR, "sentence", encoder=e5).rewards == 0.5).all()
+
+
+TEXT = st.text(alphabet=st.sampled_from(list("法国的首都是伦敦巴黎。，不对 abcParisLondon.!?👍🏽12\t")), max_size=24) | st.text(max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXT, TEXT, st.sampled_from(["binary", "continuous", "sentence"]))
+def test_one_finite_reward_per_token_whatever_the_input(e5, output, correction, strategy):
+    tr = token_rewards(output, correction, strategy, encoder=e5)
+    assert len(tr.rewards) == len(tr.tokens) == len(tr.rejected)
+    assert np.all(np.isfinite(tr.rewards))
+    last = 0
+    for t in tr.tokens:
+        assert output[t.start:t.end] == t.text and t.start >= last
+        last = t.end
+    assert json.loads(json.dumps(tr.to_dict(), ensure_ascii=False))["strategy"] == strategy
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from claw_lib.lm import load_causal_lm
+
+    return load_causal_lm("tiny")
+
+
+def test_perplexity_rewards_find_the_wrong_city(tiny):
+    tr = token_rewards(SEED_OUT, SEED_COR, "perplexity", judge=tiny, question="法国的首都是哪里？")
+    w = words(tr)
+    assert min(w, key=w.get) == "伦敦" and w["伦敦"] < -0.5
+    assert abs(w["法国"]) < 0.3 and abs(w["首都"]) < 0.3  # the contrast cancels what both contexts predict
+    raw = token_rewards(SEED_OUT, SEED_COR, "perplexity", RewardConfig(contrast=False), judge=tiny,
+                        question="法国的首都是哪里？")
+    assert min(words(raw), key=words(raw).get) == "伦敦" and words(raw)["伦敦"] < 0
+    en = token_rewards("The capital of France is London.", "No, the capital of France is Paris.", "perplexity",
+                       judge=tiny, question="What is the capital of France?")
+    assert min(words(en), key=words(en).get) == "London"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXT, TEXT)
+def test_perplexity_one_reward_per_token(tiny, output, correction):
+    tr = token_rewards(output, correction, "perplexity", judge=tiny)
+    assert len(tr.rewards) == len(tr.tokens) and np.all(np.isfinite(tr.rewards))
+
+
+def test_policy_token_rewards_and_lengths(e5, tiny):
+    _, tok = tiny
+    tr = token_rewards(SEED_OUT, SEED_COR, "binary", encoder=e5)
+    ids = tok(SEED_OUT, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    first = policy_token_rewards(tr, tok, ids, "first")
+    spread = policy_token_rewards(tr, tok, ids, "spread")
+    assert len(first) == len(spread) == len(ids)
+    spans = subtoken_spans(tok, ids)
+    assert [s.text for s in spans[:-1]] == list("法国的首都是伦敦。") and spans[-1].start == spans[-1].end
+    assert spread.tolist() == [0.5] * 6 + [-1.0, -1.0, 0.5, 0.0]
+    assert first.tolist() == [0.5, 0.0, 0.5, 0.5, 0.0, 0.5, -1.0, 0.0, 0.5, 0.0]
+    with pytest.raises(ValueError, match="3 rewards for 4 response tokens"):
+        check_lengths([0, 0, 0], [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="decode to"):
+        policy_token_rewards(tr, tok, tok("别的", add_special_tokens=False)["input_ids"])
+
+
+def test_subtoken_spans_with_byte_tokens(tiny):
+    _, tok = tiny
+    text = "👍🏽 ok 巴黎"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    spans = subtoken_spans(tok, ids)
+    assert len(spans) == len(ids) and spans[-1].end == len(text)
+    assert all(0 <= s.start <= s.end <= len(text) for s in spans)
+
+
+def test_fuse_rewards():
+    rb, rp = np.array([0.5, -1.0, 0.5]), np.array([0.2, -2.0, 0.0])
+    f = fuse_rewards({"binary": rb, "perplexity": rp}, {"binary": 1.0, "perplexity": 0.5})
+    assert np.allclose(f, rb / 1.0 + 0.5 * rp / 2.0)
+    z = fuse_rewards({"a": rb}, normalise="zscore")
+    assert np.isclose(z.mean(), 0) and np.isclose(z.std(), 1)
+    with pytest.raises(ValueError, match="disagree"):
+        fuse_rewards({"a": rb, "b": rp[:2]})
+
+
+def test_masked_helpers_against_plain_formulas():
+    torch.manual_seed(0)
+    x = torch.randn(4, 7, dtype=torch.float64)
+    mask = torch.rand(4, 7) > 0.4
+    sel = x[mask]
+    assert torch.isclose(masked_mean(x, mask), sel.mean())
+    assert torch.isclose(masked_var(x, mask), sel.var(unbiased=True))
+    assert torch.isclose(masked_var(x, mask, unbiased=False), sel.var(unbiased=False))
+    w = masked_whiten(x, mask)
+    assert torch.allclose(w[mask], (sel - sel.mean()) / torch.sqrt(sel.var() + 1e-8))
+    w2 = masked_whiten(x, mask, shift_mean=False)
+    assert torch.allclose(w2[mask], w[mask] + sel.mean())
+    assert torch.allclose(masked_mean(x, mask, dim=1), torch.stack([x[b][mask[b]].mean() for b in range(4)]))
+    with pytest.raises(ValueError, match="one element"):
+        masked_var(x, torch.zeros_like(mask).index_fill_(1, torch.tensor([0]), True)[:1])
+
+
+def test_shaping_functions():
+    r = np.array([0.5, 0.5, -1.0, 0.5, 0.5, 0.5])
+    d = decayed_credit(r, r < 0, k=2, gamma=0.5)
+    assert d.tolist() == [0.5, 0.5, -1.0, 0.5 - 0.5, 0.5 - 0.25, 0.5]
+    p = positive_shaping(r, np.array([0.1, 0.0, 0.9, 0.2, 2.0, 0.0]), r > 0, bonus=0.2)
+    assert np.allclose(p, [0.5 + 0.18, 0.7, -1.0, 0.5 + 0.16, 0.5, 0.7])
+    w = confidence_weights(np.array([0.3, 0.375, 0.0, 1.0]), threshold=0.3, margin=0.15, floor=0.2)
+    assert np.allclose(w, [0.2, 0.5, 1.0, 1.0])
+    R = [np.array([0.5, -1, 0.5]), np.array([0.5, -1, -1]), np.array([-1, 0.5, 0.5])]
+    assert np.allclose(aggregate_corrections(R, "mean"), [0.0, -0.5, 0.0])
+    assert np.allclose(aggregate_corrections(R, "vote"), [0.5, -1.0, 0.5])
+    assert aggregate_corrections([np.array([1.0]), np.array([-1.0])], "vote").tolist() == [0.0]
+
+
+def test_probe_set_quality_gate(e5):
+    rows = load_probe_set()
+    assert len(rows) >= 40 and {r["lang"] for r in rows} == {"zh", "en"}
+    assert {"no_error", "noisy", "negation"} <= {r["kind"] for r in rows}
+    for strategy in ("binary", "continuous"):
+        m = probe_metrics(rows, strategy, encoder=e5)
+        assert m["hit_rate"] >= 0.9, (strategy, m["hit_rate"])
+        assert m["mean_inside"] < 0 < m["mean_outside"]
+        assert m["no_error_ok"] == 1.0
+
+
+def test_cli_rewards_json(capsys):
+    rc = main(["rewards", SEED_OUT, SEED_COR, "--strategy", "continuous", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["strategy"] == "continuous"
+    assert "".join(t["text"] for t in d["tokens"]) == SEED_OUT
+    assert all(set(t) == {"text", "start", "end", "reward"} for t in d["tokens"])
+    assert min(d["tokens"], key=lambda t: t["reward"])["text"] == "伦敦"
+    assert {o["op"] for o in d["ops"]} >= {"match", "replace"}
+    rc = main(["rewards", SEED_OUT, SEED_COR, "--no-color"])
+    out = capsys.readouterr().out
+    assert "伦敦[-1.00]" in out and "法国[+0.50]" in out
+
+
+def test_cli_rewards_batch(tmp_path, capsys):
+    f = tmp_path / "in.jsonl"
+    f.write_text(json.dumps({"output": SEED_OUT, "correction": SEED_COR}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert main(["rewards", "--input", str(f), "--strategy", "binary"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["tokens"][4]["reward"] == -1.0
