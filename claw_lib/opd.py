@@ -1,0 +1,230 @@
+"""Hindsight-guided on-policy distillation (OPD), Binary RL and the combined advantage, as
+OpenClaw-RL does them (notebook 06).
+
+Driving-test picture (from the paper digest): the student took the turn and crossed the line;
+the examiner says "check the right mirror earlier". In a parallel world a student heard that
+*before* the turn. OPD compares, token by token, how likely the real student's own actions are
+for that better-informed student (the **teacher**: the same model with the hint in its context)
+and for the student itself::
+
+    A_t = log pi_T(y_t | x + hint, y_<t) - log pi_old(y_t | x, y_<t)
+
+The teacher context is the student's prompt with ``"\\n\\n[user's hint / instruction]\\n" + hint``
+appended to the last user message. Teacher log-probs are computed on the student's own response
+token ids (concatenated ids, never re-tokenised text). The teacher is a frozen copy of the initial
+policy by default (what the public code does) or the live policy without gradient (what the
+paper's text says).
+
+Binary RL: the judge's majority score r in {+1, -1, 0} on every response token; 0-scored turns
+are masked out. Combined: ``A_t = w_rl * r + w_opd * (log pi_T - log pi_old)``.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .judges import HintVote, RuleJudge, Vote, majority_vote, select_hint
+from .lm import encode_pair, logprobs_from_batch, pack
+from .tokens import Token
+
+__all__ = [
+    "HINT_MARKER", "append_hint", "teacher_prompt", "OPDConfig", "Turn", "TurnSignal", "judge_turn",
+    "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher", "topk_reverse_kl",
+    "generalized_jsd", "token_logprobs", "dispatch",
+]
+
+HINT_MARKER = "\n\n[user's hint / instruction]\n"
+
+
+def append_hint(messages: List[dict], hint: str) -> List[dict]:
+    """A copy of a chat ``messages`` list with the hint appended to the last user message."""
+    out = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m.get("role") == "user":
+            m["content"] = m["content"] + HINT_MARKER + hint
+            return out
+    raise ValueError("no user message to append the hint to")
+
+
+def teacher_prompt(question: str, hint: str, lang: str = "zh", tokenizer=None, messages: Optional[List[dict]] = None) -> str:
+    """The teacher's prompt text: with ``messages`` and a chat template, the template over
+    :func:`append_hint`; otherwise the kit's plain format via :func:`claw_lib.world.build_prompt`."""
+    from .world import build_prompt
+
+    if messages is not None:
+        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+            raise ValueError("messages need a tokenizer with a chat template")
+        return tokenizer.apply_chat_template(append_hint(messages, hint), tokenize=False, add_generation_prompt=True)
+    return build_prompt(question, lang, hint, tokenizer=tokenizer)
+
+
+@dataclass
+class OPDConfig:
+    """Switches of the OPD / Binary RL / combined signal (defaults: OpenClaw-RL's public code)."""
+
+    clip: Optional[float] = None
+    """clip the OPD advantage to +-clip (2.0 in later upstream code); None: no clip"""
+    kappa: float = 1.0
+    """scale of the OPD term (the cloud port's convention is 0.02)"""
+    w_rl: float = 1.0
+    """weight of the Binary RL score in the combined advantage"""
+    w_opd: float = 1.0
+    """weight of the OPD term in the combined advantage"""
+    m: int = 1
+    """judge votes per turn (an LLM judge samples m times; the rule judge is deterministic)"""
+    min_hint_chars: int = 10
+    """a hint must be longer than this to count"""
+    teacher: str = "frozen"
+    """"frozen": a copy of the initial policy; "live": the current policy without gradient"""
+
+
+@dataclass
+class Turn:
+    """One interaction: the student's prompt text, its response token ids and the next state.
+    ``question``/``lang`` build the teacher prompt in the plain format; ``messages`` with a chat template."""
+
+    prompt: str
+    response_ids: List[int]
+    next_state: str
+    question: str = ""
+    lang: str = "zh"
+    messages: Optional[List[dict]] = None
+
+
+@dataclass
+class TurnSignal:
+    """What the judges made of a turn: score (majority, +1/-1/0), hint (or None), the votes."""
+
+    score: int
+    hint: Optional[str]
+    votes: List[Vote] = field(default_factory=list)
+    hint_votes: List[HintVote] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """The combined dispatch: "both", "opd", "rl" or "none" (no sample)."""
+        return dispatch(self.score, self.hint)
+
+
+def dispatch(score: int, hint: Optional[str]) -> str:
+    """hint and score -> "both"; hint only -> "opd" (r = 0); score only -> "rl" (no OPD term);
+    neither -> "none" (no sample)."""
+    if hint and score != 0:
+        return "both"
+    if hint:
+        return "opd"
+    if score != 0:
+        return "rl"
+    return "none"
+
+
+def judge_turn(response_text: str, next_state: str, judge=None, cfg: Optional[OPDConfig] = None) -> TurnSignal:
+    """Score and hint for one turn (``judge``: :class:`RuleJudge` by default, or an LLMJudge)."""
+    cfg = cfg or OPDConfig()
+    judge = judge or RuleJudge()
+    votes = [v for _ in range(cfg.m if isinstance(judge, RuleJudge) else 1) for v in judge.votes(response_text, next_state)]
+    hvotes = judge.hint_votes(response_text, next_state)
+    return TurnSignal(majority_vote(votes), select_hint(hvotes, cfg.min_hint_chars), votes, hvotes)
+
+
+def frozen_teacher(policy):
+    """A frozen copy of the policy (eval mode, no gradients): OpenClaw-RL's default teacher."""
+    t = copy.deepcopy(policy).eval()
+    for p in t.parameters():
+        p.requires_grad_(False)
+    return t
+
+
+@torch.no_grad()
+def token_logprobs(model, tokenizer, prompts: Sequence[str], response_ids: Sequence[Sequence[int]]) -> List[np.ndarray]:
+    """log p(y_t | prompt, y_<t) of given response ids after each prompt (ids concatenated)."""
+    p_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    batch = pack(p_ids, response_ids, tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+    lp = logprobs_from_batch(model, batch)
+    return [lp[b, :len(r)].float().cpu().numpy() for b, r in enumerate(response_ids)]
+
+
+def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: Optional[OPDConfig] = None) -> np.ndarray:
+    """``kappa * clip(log pi_T - log pi_old, +-clip)``, one value per response token."""
+    cfg = cfg or OPDConfig()
+    t, o = np.asarray(teacher_logprobs, np.float64), np.asarray(old_logprobs, np.float64)
+    if t.shape != o.shape:
+        raise ValueError(f"teacher log-probs have shape {t.shape}, student log-probs {o.shape}: "
+                         "both must be computed on the same response token ids")
+    a = t - o
+    if cfg.clip is not None:
+        a = np.clip(a, -cfg.clip, cfg.clip)
+    return cfg.kappa * a
+
+
+def binary_rl_advantages(score: int, n_tokens: int):
+    """The turn's score on every token, and a mask that drops 0-scored turns.
+    Returns (advantages (n,), mask (n,) bool)."""
+    return np.full(n_tokens, float(score)), np.full(n_tokens, score != 0)
+
+
+def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarray], old_logprobs: np.ndarray,
+                        cfg: Optional[OPDConfig] = None):
+    """``A_t = w_rl * r + w_opd * A_opd`` with the dispatch of :func:`dispatch`.
+
+    Returns (advantages (n,), mask (n,) bool); mask all False when the turn gives no sample.
+    """
+    cfg = cfg or OPDConfig()
+    n = len(old_logprobs)
+    kind = signal.kind
+    if kind == "none":
+        return np.zeros(n), np.zeros(n, dtype=bool)
+    a = np.zeros(n)
+    if kind in ("both", "rl"):
+        a += cfg.w_rl * float(signal.score)
+    if kind in ("both", "opd"):
+        if teacher_logprobs is None:
+            raise ValueError("this turn has a hint: pass the teacher log-probs")
+        a += cfg.w_opd * opd_advantages(teacher_logprobs, old_logprobs, cfg)
+    return a, np.ones(n, dtype=bool)
+
+
+# --------------------------------------------------------------------------- distillation losses
+def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = 16) -> torch.Tensor:
+    """Reverse KL(student || teacher) over the teacher's top-K tokens plus one tail bin.
+
+    student_logits, teacher_logits: (..., V). The support is the teacher's K most likely ids; the
+    rest of each distribution is lumped into a tail bin. Student log-probs are gathered at the
+    teacher's ids. Returns (...) in nats. With K = V it equals the full reverse KL.
+    """
+    s_lp = F.log_softmax(student_logits.float(), -1)
+    t_lp = F.log_softmax(teacher_logits.float(), -1)
+    k = min(k, t_lp.shape[-1])
+    t_top, idx = t_lp.topk(k, dim=-1)                      # (..., K)
+    s_top = s_lp.gather(-1, idx)                            # (..., K)
+
+    def tail(lp_top):  # log(1 - sum p_top); an empty tail (K = V) gets 1e-20, contributing ~0
+        mass = lp_top.exp().sum(-1)
+        return torch.log((1.0 - mass).clamp(min=1e-20))
+
+    s_all = torch.cat([s_top, tail(s_top).unsqueeze(-1)], -1)
+    t_all = torch.cat([t_top, tail(t_top).unsqueeze(-1)], -1)
+    p_s = s_all.exp()
+    return (p_s * (s_all - t_all)).sum(-1)
+
+
+def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+    """Generalised Jensen-Shannon divergence (TRL's definition), per position (...).
+
+    beta = 0: forward KL(teacher || student); beta = 1: reverse KL(student || teacher);
+    otherwise beta * KL(T || M) + (1 - beta) * KL(S || M) with M = beta T + (1 - beta) S.
+    """
+    s = F.log_softmax(student_logits.float(), -1)
+    t = F.log_softmax(teacher_logits.float(), -1)
+    if beta == 0:
+        return (t.exp() * (t - s)).sum(-1)
+    if beta == 1:
+        return (s.exp() * (s - t)).sum(-1)
+    m = torch.logsumexp(torch.stack([s + math.log(1 - beta), t + math.log(beta)]), 0)
+    return beta * (t.exp() * (t - m)).sum(-1) + (1 - beta) * (s.exp() * (s - m)).sum(-1)
