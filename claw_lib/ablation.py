@@ -1,0 +1,129 @@
+"""The ablation grid: strategies x users x seeds, a results table next to the paper's, and
+learning curves with error bands (``claw reproduce``; notebook 09)."""
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .ppo import STRATEGIES, PPOConfig, train
+
+__all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "QUICK", "FULL"]
+
+#: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
+PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
+
+QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher"), batch_size=16, eval_every=2)
+FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "student"), batch_size=16, eval_every=2)
+
+
+def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
+    """First step whose eval score reaches ``target`` (None if never). curve: [(step, score)]."""
+    for s, v in curve:
+        if v >= target:
+            return s
+    return None
+
+
+def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=None, seeds=None, steps=None,
+              quick: bool = True, lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
+    """Run the grid; write ``ablation.csv`` (one row per strategy x user x seed), ``ablation.md``,
+    ``curves.json`` and ``curves_<user>.png`` into ``out_dir``. Returns the rows."""
+    from tqdm.auto import tqdm
+
+    grid = dict(QUICK if quick else FULL)
+    users = tuple(users or grid["users"])
+    seeds = tuple(seeds if seeds is not None else grid["seeds"])
+    steps = steps or grid["steps"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, curves = [], {}
+    jobs = [(u, s, k) for u in users for s in strategies for k in seeds]
+    for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
+        cfg = PPOConfig(strategy=strategy, user=user, seed=seed, steps=steps, lr=lr,
+                        batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
+        t0 = time.time()
+        hist = train(cfg)
+        curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
+        curves[f"{user}/{strategy}/{seed}"] = curve
+        timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
+        rows.append({"strategy": strategy, "user": user, "seed": seed, "base_score": round(curve[0][1], 4),
+                     "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
+                     "best_score": round(max(v for _, v in curve), 4), "steps": steps,
+                     "steps_to_target": steps_to_target(curve, target), "target": target,
+                     "wall_s": round(time.time() - t0, 1),
+                     "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
+                     "update_s": round(timing["timing/update_s"], 2),
+                     "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
+    with open(out / "ablation.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (out / "curves.json").write_text(json.dumps(curves))
+    (out / "ablation.md").write_text(markdown_table(rows) + "\n")
+    for user in users:
+        plot_curves(curves, user, strategies, out / f"curves_{user}.png")
+    return rows
+
+
+def summarise(rows: List[Dict]) -> Dict:
+    """(user, strategy) -> mean and std over seeds of base, step-8 and final scores, steps to target."""
+    out = {}
+    for key in sorted({(r["user"], r["strategy"]) for r in rows}):
+        rs = [r for r in rows if (r["user"], r["strategy"]) == key]
+        stt = [r["steps_to_target"] for r in rs]
+        out[key] = {
+            "base": float(np.mean([r["base_score"] for r in rs])),
+            "at_8": float(np.nanmean([r["score_at_8"] for r in rs])),
+            "final": float(np.mean([r["final_score"] for r in rs])),
+            "final_std": float(np.std([r["final_score"] for r in rs])),
+            "steps_to_target": (float(np.mean([s for s in stt if s is not None])) if any(s is not None for s in stt)
+                                else None),
+            "reached": sum(s is not None for s in stt), "n": len(rs),
+        }
+    return out
+
+
+def markdown_table(rows: List[Dict]) -> str:
+    """Mean +- std over seeds per user and strategy, with the paper's numbers where they exist."""
+    s = summarise(rows)
+    lines = ["| user | strategy | base | after 8 steps | final | steps to target (reached/seeds) | paper: after 8 / 16 |",
+             "|---|---|---|---|---|---|---|"]
+    for (user, strat), v in s.items():
+        p = PAPER.get(strat)
+        stt = "-" if v["steps_to_target"] is None else f"{v['steps_to_target']:.1f}"
+        lines.append(f"| {user} | {strat} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
+                     f"{stt} ({v['reached']}/{v['n']}) | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
+    return "\n".join(lines)
+
+
+def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, ax=None):
+    """Mean eval score over seeds with a +-1 std band, one line per strategy."""
+    import matplotlib
+
+    if path is not None and ax is None:
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    for strat in strategies:
+        runs = [v for k, v in curves.items() if k.startswith(f"{user}/{strat}/")]
+        if not runs:
+            continue
+        steps = [s for s, _ in runs[0]]
+        ys = np.array([[v for _, v in r] for r in runs])
+        m, sd = ys.mean(0), ys.std(0)
+        c = f"C{list(STRATEGIES).index(strat) % 10}" if strat in STRATEGIES else None  # one colour per strategy
+        ax.plot(steps, m, label=strat, color=c, lw=2 if strat in ("combined", "opd", "binary_rl") else 1)
+        ax.fill_between(steps, m - sd, m + sd, color=c, alpha=0.15)
+    ax.set_xlabel("PPO step"); ax.set_ylabel("eval score (greedy)"); ax.set_ylim(0, 1.02)
+    ax.set_title(f"user: {user}"); ax.legend(fontsize=7, ncol=2)
+    ax.figure.tight_layout()
+    if path is not None:
+        ax.figure.savefig(path, dpi=100)
+    return ax

@@ -1,0 +1,123 @@
+"""PPO pieces against formulas, smoke runs of every strategy, resume, and a golden trajectory."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from claw_lib.ablation import markdown_table, steps_to_target, summarise
+from claw_lib.ppo import STRATEGIES, PPOConfig, clipped_surrogate, gae, gae_loop, kl_estimate, train
+
+GOLDEN = Path(__file__).parent / "golden" / "ppo_combined.json"
+
+
+def test_gae_vectorised_equals_loop_float64():
+    torch.manual_seed(0)
+    B, T = 5, 9
+    r = torch.randn(B, T, dtype=torch.float64)
+    v = torch.randn(B, T, dtype=torch.float64)
+    lengths = [9, 4, 1, 7, 0]
+    mask = torch.zeros(B, T, dtype=torch.bool)
+    for b, n in enumerate(lengths):
+        mask[b, :n] = True
+    for gamma, lam in [(1.0, 0.95), (0.9, 0.8), (0.99, 1.0), (1.0, 0.0)]:
+        a1, ret1 = gae(r, v, mask, gamma, lam)
+        a2, ret2 = gae_loop(r, v, mask, gamma, lam)
+        assert torch.allclose(a1, a2, atol=1e-12) and torch.allclose(ret1 * mask, ret2 * mask, atol=1e-12)
+    # lambda = 1, gamma = 1: advantage = reward-to-go minus value
+    a, _ = gae(r, v, mask, 1.0, 1.0)
+    n = 9
+    rtg = torch.flip(torch.cumsum(torch.flip(r[0, :n], [0]), 0), [0])
+    assert torch.allclose(a[0, :n], rtg - v[0, :n], atol=1e-12)
+
+
+def test_clipped_surrogate_on_hand_built_ratios():
+    old = torch.zeros(1, 4)
+    lp = torch.log(torch.tensor([[1.5, 0.5, 1.1, 1.5]]))  # ratios 1.5, 0.5, 1.1, 1.5
+    adv = torch.tensor([[1.0, 1.0, -1.0, -1.0]])
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    loss, clipfrac = clipped_surrogate(lp, old, adv, mask, eps=0.2, eps_high=0.28)
+    # A>0, r=1.5: min(1.5, 1.28) = 1.28; A>0, r=0.5: min(0.5, 0.8) = 0.5;
+    # A<0, r=1.1: -max(1.1, 1.1) = -1.1; A<0, r=1.5: -max(1.5, 1.28) = -1.5
+    expected = -(1.28 + 0.5 - 1.1 - 1.5) / 4
+    assert loss.item() == pytest.approx(expected, abs=1e-6)
+    assert clipfrac.item() == pytest.approx(0.25)  # only the first token is clipped
+    mask2 = torch.tensor([[True, False, False, False]])
+    assert clipped_surrogate(lp, old, adv, mask2)[0].item() == pytest.approx(-1.28, abs=1e-6)
+
+
+def test_kl_estimators_against_exact_kl():
+    torch.manual_seed(1)
+    logits_p, logits_q = torch.randn(7), torch.randn(7)
+    lp, lq = logits_p.log_softmax(-1), logits_q.log_softmax(-1)
+    exact = (lp.exp() * (lp - lq)).sum()
+    # expectations under pi of each estimator, computed exactly over the support
+    k1 = (lp.exp() * kl_estimate(lp, lq, "k1")).sum()
+    k3 = (lp.exp() * kl_estimate(lp, lq, "k3")).sum()
+    assert k1.item() == pytest.approx(exact.item(), abs=1e-6)
+    assert k3.item() == pytest.approx(exact.item(), abs=1e-6)
+    assert (kl_estimate(lp, lq, "k3") >= 0).all()
+    with pytest.raises(ValueError):
+        kl_estimate(lp, lq, "k2")
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_smoke_two_steps_every_strategy(strategy, tmp_path):
+    hist = train(PPOConfig(strategy=strategy, steps=2, batch_size=4, eval_prompts=8, progress=False), tmp_path)
+    assert [h["step"] for h in hist] == [0, 1, 2]
+    for h in hist[1:]:
+        assert all(np.isfinite(v) for v in h.values())
+        assert 0 <= h["reward/score"] <= 1
+    assert (tmp_path / "metrics.csv").exists() and len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_smoke_gae_with_value_head_and_kl(tmp_path):
+    hist = train(PPOConfig(strategy="binary_rl", steps=2, batch_size=4, eval_prompts=8, advantage="gae",
+                           kl_coef=0.1, epochs=2, minibatches=2, progress=False))
+    assert "value/explained_variance" in hist[-1] and np.isfinite(hist[-1]["value/explained_variance"])
+    hist = train(PPOConfig(strategy="binary_rl", steps=1, batch_size=4, eval_prompts=8, advantage="grpo", progress=False))
+    assert np.isfinite(hist[-1]["policy/loss"])
+
+
+def _strip(hist):
+    return [{k: v for k, v in h.items() if not k.startswith("timing/")} for h in hist]
+
+
+def test_resume_after_interruption_gives_the_same_run(tmp_path):
+    cfg = PPOConfig(strategy="combined", steps=4, batch_size=4, eval_prompts=8, save_every=2, progress=False)
+    full = train(cfg, tmp_path / "full")
+    part = train(cfg, tmp_path / "part", stop_after=3)   # interrupted after step 3; last checkpoint: step 2
+    assert len(part) == 4
+    resumed = train(cfg, tmp_path / "part")              # resumes from step 2
+    assert _strip(resumed) == _strip(full)
+
+
+def test_golden_trajectory():
+    """A fixed short run; if the loop changes on purpose, regenerate with
+    `python -c "from tests.test_ppo import write_golden; write_golden()"` and review the diff."""
+    hist = _strip(train(golden_config()))
+    gold = json.loads(GOLDEN.read_text())
+    assert len(hist) == len(gold)
+    for h, g in zip(hist, gold):
+        assert h.keys() == g.keys()
+        for k in g:
+            assert h[k] == pytest.approx(g[k], abs=2e-3), (h["step"], k)
+
+
+def golden_config():
+    return PPOConfig(strategy="combined", user="teacher", steps=3, batch_size=8, eval_prompts=16, seed=0, progress=False)
+
+
+def write_golden():
+    GOLDEN.write_text(json.dumps(_strip(train(golden_config())), indent=1) + "\n")
+
+
+def test_ablation_helpers():
+    assert steps_to_target([(0, 0.2), (2, 0.5), (4, 0.95)], 0.9) == 4
+    assert steps_to_target([(0, 0.2)], 0.9) is None
+    rows = [{"strategy": "opd", "user": "teacher", "seed": s, "base_score": 0.2, "score_at_8": 0.5, "final_score": f,
+             "steps_to_target": None} for s, f in [(0, 0.6), (1, 0.8)]]
+    s = summarise(rows)[("teacher", "opd")]
+    assert s["final"] == pytest.approx(0.7) and s["final_std"] == pytest.approx(0.1) and s["reached"] == 0
+    assert "0.25 / 0.72" in markdown_table(rows)
