@@ -36,6 +36,8 @@ def _add_align_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delete-cost", type=float, default=d.delete_cost)
     p.add_argument("--threshold", type=float, default=d.match_threshold, help="match threshold on cost")
     p.add_argument("--isolated", action="store_true", help="embed each word alone (the seed's baseline)")
+    p.add_argument("--html", metavar="FILE", help="align: also write a standalone HTML report")
+    p.add_argument("--png", metavar="FILE", help="align: also write the heatmap with the DP path as PNG")
     p.add_argument("--device", default=d.device, help="cpu | cuda | auto")
 
 
@@ -58,7 +60,18 @@ def _cmd_align(a) -> int:
         return _align_batch(a.input, a.out, cfg)
     if a.output is None or a.correction is None:
         raise SystemExit("claw align: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
-    ta = align_texts(a.output, a.correction, cfg, encoder=load_encoder(cfg.encoder, cfg.layer, cfg.device))
+    enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
+    ta = align_texts(a.output, a.correction, cfg, encoder=enc)
+    if a.html or a.png:
+        from .explorer import heatmap_png, report_html
+        from .rewards import RewardConfig
+
+        if a.html:
+            with open(a.html, "w", encoding="utf-8") as f:
+                f.write(report_html(a.output, a.correction, a.strategy, RewardConfig(align=cfg), encoder=enc))
+        if a.png:
+            with open(a.png, "wb") as f:
+                f.write(heatmap_png(ta))
     if a.json:
         print(json.dumps(ta.to_dict(), ensure_ascii=False))
     else:
@@ -255,6 +268,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("align", help="align a model output with a correction")
     _add_align_args(p)
+    p.add_argument("--strategy", default="binary", help="reward strategy shown in the --html report")
     p.set_defaults(func=_cmd_align)
     p = sub.add_parser("rewards", help="one reward per output token from a correction")
     _add_align_args(p)

@@ -72,7 +72,8 @@ def clean_correction(text: str) -> CleanCorrection:
     1. split into clauses at ，,。；;！!？? (punctuation stays with its clause);
     2. drop a clause that is only a lead-in (不对 / No / Wrong ...) and strip lead-ins at clause start;
     3. drop asides: clauses starting with 另外/还有/顺便/此外 or Also/By the way/Besides;
-    4. an affirmation (对/谢谢/Thanks/Right ... with no other clause left) is flagged, not kept.
+    4. an affirmation (对/谢谢/Thanks/Right ... with no other clause left) is flagged, not kept;
+    5. if the kept text now ends with a comma (an aside was cut after it), it ends with a full stop.
     """
     if not isinstance(text, str):
         raise TypeError(f"correction must be a str, got {type(text).__name__}")
@@ -105,6 +106,8 @@ def clean_correction(text: str) -> CleanCorrection:
         s = start + cut + (len(body) - len(body.lstrip()))
         spans.append((s, start + len(clause.rstrip())))
     kept = ("" if zh else " ").join(text[a:b] for a, b in spans)
+    if dropped and kept and kept[-1] in "，,；;":  # the sentence was cut after this clause: end it properly
+        kept = kept[:-1] + ("。" if zh else ".")
     affirmation = affirm_only and bool(text.strip()) and any(
         _ZH_AFFIRM.match(c.strip()) or _EN_AFFIRM.match(c.strip()) for c in dropped)
     return CleanCorrection(text, kept, spans, affirmation, dropped)

@@ -92,9 +92,15 @@ class Batch:
     response_mask: torch.Tensor
     logit_index: torch.Tensor
 
+    def _fields(self):
+        return (self.input_ids, self.attention_mask, self.response_ids, self.response_mask, self.logit_index)
+
     def to(self, device) -> "Batch":
-        return Batch(*(t.to(device) for t in (self.input_ids, self.attention_mask, self.response_ids,
-                                               self.response_mask, self.logit_index)))
+        return Batch(*(t.to(device) for t in self._fields()))
+
+    def select(self, idx) -> "Batch":
+        """The rows ``idx`` (a 1-D index tensor) of every field: a minibatch."""
+        return Batch(*(t[idx] for t in self._fields()))
 
 
 def pack(prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int) -> Batch:

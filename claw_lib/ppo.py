@@ -34,7 +34,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
-from .lm import Batch, entropy_from_logits, generate, logprobs_from_batch, pack, selective_log_softmax
+from .lm import entropy_from_logits, generate, logprobs_from_batch, pack, selective_log_softmax
 from .shaping import masked_mean, masked_whiten
 from .utils import resolve_device
 
@@ -49,6 +49,10 @@ METRICS = {
     "reward/score": "mean user score of the batch's sampled responses, in [0, 1]",
     "eval/score": "mean user score of greedy answers on the fixed evaluation prompts",
     "reward/advantage_mean": "mean advantage over the masked tokens",
+    "reward/token_mean": "mean per-token signal (reward or OPD gap) before GRPO/GAE, over masked tokens",
+    "reward/token_std": "its standard deviation",
+    "reward/positive_share": "share of masked tokens with a positive signal",
+    "reward/negative_share": "share of masked tokens with a negative signal",
     "reward/masked_fraction": "share of responses that give a training sample (mask not empty)",
     "objective/kl": "mean KL(policy || reference) per token (k3 estimator)",
     "policy/clipfrac": "share of tokens whose ratio was clipped",
@@ -321,6 +325,11 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
             A[b, :len(a)] = torch.as_tensor(a, dtype=torch.float32)
             M[b, :len(m)] = torch.as_tensor(m)
         M &= batch.response_mask
+        sig_vals = A[M]
+        metrics["reward/token_mean"] = float(sig_vals.mean()) if sig_vals.numel() else 0.0
+        metrics["reward/token_std"] = float(sig_vals.std()) if sig_vals.numel() > 1 else 0.0
+        metrics["reward/positive_share"] = float((sig_vals > 0).float().mean()) if sig_vals.numel() else 0.0
+        metrics["reward/negative_share"] = float((sig_vals < 0).float().mean()) if sig_vals.numel() else 0.0
         metrics["timing/score_s"] = time.time() - t0
         # 4. advantages ----------------------------------------------------------------------
         t0 = time.time()
@@ -352,8 +361,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
                 np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
                 for mb in np.array_split(idx, cfg.minibatches):
                     mb_t = torch.as_tensor(mb)
-                    sub = Batch(*(x[mb_t] for x in (batch.input_ids, batch.attention_mask, batch.response_ids,
-                                                     batch.response_mask, batch.logit_index)))
+                    sub = batch.select(mb_t)
                     m_sub = M[mb_t]
                     if not m_sub.any():
                         continue
@@ -363,9 +371,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
                     logits = torch.gather(out_.logits, 1, gi)                     # (b, T, V)
                     lp = selective_log_softmax(logits.float(), sub.response_ids)  # (b, T)
                     if cfg.strategy == "opd_kl":
-                        tb = Batch(*(x[mb_t] for x in (teacher_batch.input_ids, teacher_batch.attention_mask,
-                                                       teacher_batch.response_ids, teacher_batch.response_mask,
-                                                       teacher_batch.logit_index)))
+                        tb = teacher_batch.select(mb_t)
                         with torch.no_grad():
                             t_logits = (model if cfg.teacher == "live" else ref)(
                                 input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits

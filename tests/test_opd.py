@@ -51,7 +51,7 @@ def test_rule_judge():
     assert j.vote("", "No, the capital of France is Paris.").score == -1
     assert j.vote("", "不太对吧。").score == -1 and j.vote("", "嗯。").score == 0
     h = j.hint("", "你说的不对，法国的首都是巴黎，另外法国红酒也不错。")
-    assert h.positive and h.hint == "不对，法国的首都是巴黎，"
+    assert h.positive and h.hint == "不对，法国的首都是巴黎。"
     assert j.hint("", "No, the capital of France is Paris. Also, nice weather.").hint == "No, the capital of France is Paris."
     assert not j.hint("", "谢谢！").positive and not j.hint("", "不太对吧。").positive
     style = j.hint("", "请先说“好问题！”，完整回答后再说“继续加油！”")

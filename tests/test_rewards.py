@@ -56,7 +56,7 @@ def test_negation_rejects_the_repeated_entity(e5):
 
 def test_cleaning_noisy_corrections(e5):
     cc = clean_correction("你说的不对，巴黎才是首都，另外法国红酒也不错。")
-    assert cc.text == "巴黎才是首都，" and not cc.affirmation
+    assert cc.text == "巴黎才是首都。" and not cc.affirmation
     assert clean_correction("No, it is Paris. Also, French wine is great.").text == "it is Paris."
     noisy = token_rewards(SEED_OUT, "你说的不对，法国的首都是巴黎，另外法国红酒也不错。", "binary", encoder=e5)
     assert words(noisy)["伦敦"] == -1.0 and words(noisy)["法国"] == 0.5
