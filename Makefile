@@ -23,8 +23,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/claw setup
 	touch $(STAMP)
 
+# root (containers) must say so explicitly to Jupyter
+LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(LAB_ROOT_FLAG)
 
 test: setup
 	$(BIN)/python -m pytest
