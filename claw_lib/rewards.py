@@ -246,16 +246,15 @@ def policy_token_rewards(tr: TokenRewards, tokenizer, response_ids: Sequence[int
     advice) or "spread" (on every sub-token). Special tokens get ``special_value``.
     Checks that the ids decode to ``tr.output`` and that the lengths agree.
     """
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
     subs = subtoken_spans(tokenizer, response_ids)
-    decoded = tokenizer.decode([t for t in response_ids if t not in set(tokenizer.all_special_ids)],
-                               skip_special_tokens=True)
+    decoded = tokenizer.decode([t for t in response_ids if t not in special], skip_special_tokens=True)
     if decoded.strip() != tr.output.strip():
         raise ValueError(f"the response ids decode to {decoded!r}, not to the rewarded output {tr.output!r}")
     shift = decoded.find(tr.output.strip()) - tr.output.find(tr.output.strip())
     words = [Token(w.text, w.start + shift, w.end + shift) for w in tr.tokens]
     mapping = map_subtokens_to_words(words, subs)
     out = words_to_subtokens(tr.rewards, mapping, mode, fill=0.0)
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
     out[[k for k, t in enumerate(response_ids) if t in special]] = special_value
     check_lengths(out, response_ids)
     return out
