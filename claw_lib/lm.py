@@ -22,7 +22,7 @@ from .utils import resolve_device
 __all__ = [
     "TINY_LM_DIR", "load_causal_lm", "selective_log_softmax", "entropy_from_logits", "Batch",
     "pack", "logprobs_from_batch", "encode_pair", "response_logprobs", "ResponseScores", "generate",
-    "Generation", "max_positions",
+    "Generation", "max_positions", "gather_positions", "ids_logprobs",
 ]
 
 #: The shipped checkpoint (``claw pretrain`` writes it); ``$CLAW_TINY_LM`` overrides.
@@ -149,6 +149,12 @@ def _check_length(model, n_tokens: int, what: str) -> None:
                          "shorten the prompt or use a model with a longer context")
 
 
+def gather_positions(x: torch.Tensor, logit_index: torch.Tensor) -> torch.Tensor:
+    """Rows of ``x`` (B, L, D) at the positions ``logit_index`` (B, T) -> (B, T, D): the logits
+    (or hidden states) that predict each response token."""
+    return torch.gather(x, 1, logit_index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+
+
 def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entropy: bool = False):
     """Per-token log-probs of the response tokens under ``model`` (gradients flow if enabled).
 
@@ -159,8 +165,7 @@ def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entr
     dev = next(model.parameters()).device
     batch = batch.to(dev)
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, L, V)
-    idx = batch.logit_index.unsqueeze(-1).expand(-1, -1, logits.shape[-1])                 # (B, T, V)
-    resp_logits = torch.gather(logits, 1, idx) / temperature                              # (B, T, V)
+    resp_logits = gather_positions(logits, batch.logit_index) / temperature               # (B, T, V)
     lp = selective_log_softmax(resp_logits.float(), batch.response_ids).masked_fill(~batch.response_mask, 0.0)
     if with_entropy:
         ent = entropy_from_logits(resp_logits).masked_fill(~batch.response_mask, 0.0)
@@ -188,26 +193,38 @@ class ResponseScores:
     entropy: Optional[List[np.ndarray]] = None
 
 
+def _pad_id(tokenizer) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+
 @torch.no_grad()
+def ids_logprobs(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int,
+                 batch_size: int = 32, with_entropy: bool = False):
+    """log p(y_t | prompt, y_<t) for token ids, batched: one float array per response (and, with
+    ``with_entropy``, one entropy array per response). Returns (logprobs, entropies or None)."""
+    if len(prompt_ids) != len(response_ids):
+        raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
+    lps, ents = [], []
+    for s in range(0, len(prompt_ids), batch_size):
+        resp = response_ids[s:s + batch_size]
+        out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), with_entropy=with_entropy)
+        lp, ent = out if with_entropy else (out, None)
+        for b, r in enumerate(resp):
+            lps.append(lp[b, :len(r)].float().cpu().numpy())
+            if with_entropy:
+                ents.append(ent[b, :len(r)].float().cpu().numpy())
+    return lps, (ents if with_entropy else None)
+
+
 def response_logprobs(model, tokenizer, prompts: Sequence[str], responses: Sequence[str],
                       batch_size: int = 32, with_entropy: bool = False) -> ResponseScores:
     """log p(response token t | prompt, earlier response tokens) for texts, batched."""
     if len(prompts) != len(responses):
         raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
     enc = [encode_pair(tokenizer, p, r) for p, r in zip(prompts, responses)]
-    lps, ents = [], []
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    for s in range(0, len(enc), batch_size):
-        chunk = enc[s:s + batch_size]
-        batch = pack([c[0] for c in chunk], [c[1] for c in chunk], pad)
-        out = logprobs_from_batch(model, batch, with_entropy=with_entropy)
-        lp, ent = out if with_entropy else (out, None)
-        for b, c in enumerate(chunk):
-            k = len(c[1])
-            lps.append(lp[b, :k].cpu().numpy())
-            if with_entropy:
-                ents.append(ent[b, :k].cpu().numpy())
-    return ResponseScores([c[2] for c in enc], [c[1] for c in enc], lps, ents if with_entropy else None)
+    lps, ents = ids_logprobs(model, [c[0] for c in enc], [c[1] for c in enc], _pad_id(tokenizer), batch_size,
+                             with_entropy)
+    return ResponseScores([c[2] for c in enc], [c[1] for c in enc], lps, ents)
 
 
 @dataclass
@@ -231,7 +248,7 @@ def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32,
         torch.manual_seed(seed)
     dev = next(model.parameters()).device
     eos = tokenizer.eos_token_id
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos  # left padding: any id works
     out: List[Generation] = []
     for s in range(0, len(prompts), batch_size):
         ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts[s:s + batch_size]]

@@ -30,8 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from .judges import HintVote, RuleJudge, Vote, majority_vote, select_hint
-from .lm import encode_pair, logprobs_from_batch, pack
-from .tokens import Token
+from .lm import _pad_id, ids_logprobs
 
 __all__ = [
     "HINT_MARKER", "append_hint", "teacher_prompt", "OPDConfig", "Turn", "TurnSignal", "judge_turn",
@@ -141,13 +140,10 @@ def frozen_teacher(policy):
     return t
 
 
-@torch.no_grad()
 def token_logprobs(model, tokenizer, prompts: Sequence[str], response_ids: Sequence[Sequence[int]]) -> List[np.ndarray]:
     """log p(y_t | prompt, y_<t) of given response ids after each prompt (ids concatenated)."""
     p_ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    batch = pack(p_ids, response_ids, tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
-    lp = logprobs_from_batch(model, batch)
-    return [lp[b, :len(r)].float().cpu().numpy() for b, r in enumerate(response_ids)]
+    return ids_logprobs(model, p_ids, response_ids, _pad_id(tokenizer))[0]
 
 
 def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: Optional[OPDConfig] = None) -> np.ndarray:

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
-from .lm import entropy_from_logits, generate, logprobs_from_batch, pack, selective_log_softmax
+from .lm import entropy_from_logits, gather_positions, generate, logprobs_from_batch, pack, selective_log_softmax
 from .shaping import masked_mean, masked_whiten
 from .utils import resolve_device
 
@@ -198,14 +198,13 @@ def evaluate_policy(model, tok, env, tasks) -> float:
     return s
 
 
-def _signals(cfg, strategy, tasks, gens, fbs, model, ref, tok, encoder, judge_lm):
+def _signals(cfg, strategy, tasks, gens, fbs, teacher, tok, encoder, judge_lm):
     """Per-response advantages (lists of arrays over the response ids) and masks."""
     from .opd import OPDConfig, combined_advantages, judge_turn, opd_advantages, teacher_prompt, token_logprobs
     from .rewards import RewardConfig, policy_token_rewards, token_rewards
 
     advs, masks, hints = [], [], []
     ocfg = OPDConfig(clip=cfg.opd_clip, w_rl=cfg.w_rl, w_opd=cfg.w_opd)
-    teacher = model if cfg.teacher == "live" else ref
     for t, g, fb in zip(tasks, gens, fbs):
         text = _response_text(tok, g.ids)
         n = len(g.ids)
@@ -249,7 +248,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
     from tqdm.auto import tqdm
 
     from .lm import load_causal_lm
-    from .opd import frozen_teacher, teacher_prompt
+    from .opd import frozen_teacher, generalized_jsd, teacher_prompt
     from .users import FactEnv
 
     if cfg.strategy not in STRATEGIES:
@@ -258,6 +257,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
     dev = resolve_device(cfg.device)
     model, tok = load_causal_lm(cfg.model, device=dev)
     ref = frozen_teacher(model)
+    teacher = model if cfg.teacher == "live" else ref  # OPD teacher: the live policy or the frozen reference
     torch.manual_seed(cfg.seed)
     vhead = ValueHead(model.config.hidden_size).to(dev) if cfg.advantage == "gae" else None
     params = list(model.parameters()) + (list(vhead.parameters()) if vhead else [])
@@ -316,7 +316,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
         metrics["reward/score"] = float(np.mean([f.score for f in fbs]))
         # 3. signal --------------------------------------------------------------------------
         judge_lm = (ref, tok) if cfg.strategy == "perplexity" else None
-        advs, masks, hints = _signals(cfg, cfg.strategy, tasks, gens, fbs, model, ref, tok, encoder, judge_lm)
+        advs, masks, hints = _signals(cfg, cfg.strategy, tasks, gens, fbs, teacher, tok, encoder, judge_lm)
         metrics["opd/accepted_fraction"] = float(np.mean([h is not None for h in hints]))
         T = batch.response_ids.shape[1]
         A = torch.zeros(len(gens), T)
@@ -367,18 +367,14 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
                         continue
                     out_ = model(input_ids=sub.input_ids, attention_mask=sub.attention_mask,
                                  output_hidden_states=vhead is not None)
-                    gi = sub.logit_index.unsqueeze(-1).expand(-1, -1, out_.logits.shape[-1])
-                    logits = torch.gather(out_.logits, 1, gi)                     # (b, T, V)
+                    logits = gather_positions(out_.logits, sub.logit_index)      # (b, T, V)
                     lp = selective_log_softmax(logits.float(), sub.response_ids)  # (b, T)
                     if cfg.strategy == "opd_kl":
                         tb = teacher_batch.select(mb_t)
                         with torch.no_grad():
-                            t_logits = (model if cfg.teacher == "live" else ref)(
-                                input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits
-                            t_logits = torch.gather(t_logits, 1, tb.logit_index.unsqueeze(-1).expand(-1, -1, t_logits.shape[-1]))
-                        t_lp = torch.log_softmax(t_logits.float(), -1)
-                        s_lp = torch.log_softmax(logits.float(), -1)
-                        fkl = (t_lp.exp() * (t_lp - s_lp)).sum(-1)                 # forward KL per position
+                            t_logits = gather_positions(teacher(input_ids=tb.input_ids,
+                                                                attention_mask=tb.attention_mask).logits, tb.logit_index)
+                        fkl = generalized_jsd(logits, t_logits, beta=0.0)          # forward KL(T || S) per position
                         loss = masked_mean(fkl, m_sub)
                         clipfrac = torch.tensor(0.0)
                     else:
@@ -387,8 +383,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
                     if cfg.kl_coef:
                         loss = loss + cfg.kl_coef * masked_mean(kl, m_sub)
                     if vhead is not None:
-                        v = vhead(torch.gather(out_.hidden_states[-1], 1, sub.logit_index.unsqueeze(-1).expand(
-                            -1, -1, out_.hidden_states[-1].shape[-1])))
+                        v = vhead(gather_positions(out_.hidden_states[-1], sub.logit_index))
                         loss = loss + cfg.vf_coef * masked_mean((v - returns[mb_t]) ** 2, m_sub)
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
@@ -429,8 +424,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
 
 def _values(model, vhead, batch):
     out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True)
-    h = out.hidden_states[-1]
-    return vhead(torch.gather(h, 1, batch.logit_index.unsqueeze(-1).expand(-1, -1, h.shape[-1])))
+    return vhead(gather_positions(out.hidden_states[-1], batch.logit_index))
 
 
 def _write_metrics(out: Path, history: List[Dict]) -> None:
