@@ -36,8 +36,6 @@ def _add_align_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delete-cost", type=float, default=d.delete_cost)
     p.add_argument("--threshold", type=float, default=d.match_threshold, help="match threshold on cost")
     p.add_argument("--isolated", action="store_true", help="embed each word alone (the seed's baseline)")
-    p.add_argument("--html", metavar="FILE", help="align: also write a standalone HTML report")
-    p.add_argument("--png", metavar="FILE", help="align: also write the heatmap with the DP path as PNG")
     p.add_argument("--device", default=d.device, help="cpu | cuda | auto")
 
 
@@ -80,8 +78,6 @@ def _cmd_align(a) -> int:
 
 
 def _align_batch(path: str, out_path: Optional[str], cfg) -> int:
-    from tqdm.auto import tqdm
-
     from .encoders import load_encoder
     from .semantic import align_texts
 
@@ -90,11 +86,18 @@ def _align_batch(path: str, out_path: Optional[str], cfg) -> int:
     except SystemExit as e:
         raise SystemExit(f"claw align: {e}")
     enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
+    return _write_jsonl(records, lambda r: align_texts(r["output"], r["correction"], cfg, encoder=enc).to_dict(),
+                        out_path, "align")
+
+
+def _write_jsonl(records: list, fn, out_path: Optional[str], desc: str) -> int:
+    """``fn(record)`` -> dict, one JSON line per record, to ``out_path`` or stdout, with a progress bar."""
+    from tqdm.auto import tqdm
+
     out = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
     try:
-        for r in tqdm(records, desc="align", unit="pair", file=sys.stderr, disable=None):
-            ta = align_texts(r["output"], r["correction"], cfg, encoder=enc)
-            out.write(json.dumps(ta.to_dict(), ensure_ascii=False) + "\n")
+        for r in tqdm(records, desc=desc, unit="pair", file=sys.stderr, disable=None):
+            out.write(json.dumps(fn(r), ensure_ascii=False) + "\n")
     finally:
         if out_path:
             out.close()
@@ -102,8 +105,6 @@ def _align_batch(path: str, out_path: Optional[str], cfg) -> int:
 
 
 def _cmd_rewards(a) -> int:
-    from tqdm.auto import tqdm
-
     from .encoders import load_encoder
     from .rewards import RewardConfig, token_rewards
 
@@ -118,16 +119,9 @@ def _cmd_rewards(a) -> int:
         if a.output or a.correction:
             raise SystemExit("claw rewards: give either OUTPUT CORRECTION or --input FILE, not both")
         records = _read_jsonl(a.input, ("output", "correction"))
-        out = open(a.out, "w", encoding="utf-8") if a.out else sys.stdout
-        try:
-            for r in tqdm(records, desc="rewards", unit="pair", file=sys.stderr, disable=None):
-                tr = token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc, judge=judge,
-                                   question=r.get("question"))
-                out.write(json.dumps(tr.to_dict(), ensure_ascii=False) + "\n")
-        finally:
-            if a.out:
-                out.close()
-        return 0
+        return _write_jsonl(records, lambda r: token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc,
+                                                             judge=judge, question=r.get("question")).to_dict(),
+                            a.out, "rewards")
     if a.output is None or a.correction is None:
         raise SystemExit("claw rewards: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
     tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
@@ -269,10 +263,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("align", help="align a model output with a correction")
     _add_align_args(p)
     p.add_argument("--strategy", default="binary", help="reward strategy shown in the --html report")
+    p.add_argument("--html", metavar="FILE", help="also write a standalone HTML report")
+    p.add_argument("--png", metavar="FILE", help="also write the heatmap with the DP path as PNG")
     p.set_defaults(func=_cmd_align)
     p = sub.add_parser("rewards", help="one reward per output token from a correction")
     _add_align_args(p)
-    p.add_argument("--strategy", default="binary", choices=["binary", "continuous", "perplexity", "sentence"])
+    from .rewards import STRATEGIES as REWARD_STRATEGIES
+
+    p.add_argument("--strategy", default="binary", choices=REWARD_STRATEGIES)
     p.add_argument("--question", default=None, help="the question the output answers (perplexity context)")
     p.add_argument("--judge", default="tiny", help="judge LM for perplexity: 'tiny' or a HF name/path")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours")
