@@ -12,13 +12,26 @@ import numpy as np
 
 from .ppo import STRATEGIES, PPOConfig, train
 
-__all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "QUICK", "FULL"]
+__all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "QUICK", "FULL",
+           "SETTINGS"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
 
-QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher"), batch_size=16, eval_every=2)
-FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "student"), batch_size=16, eval_every=2)
+#: ablation settings: name -> (user, questions, misconception_share, strategies run there (None: all)).
+#: "correcting-pair" is the seed's token-level vs sentence-level A/B: two capitals per question,
+#: both planted misconceptions, so an answer often has one right and one wrong part, and a
+#: sentence-level reward punishes the right part with the wrong one.
+SETTINGS = {
+    "correcting": ("correcting", "single", 0.5, None),
+    "teacher": ("teacher", "single", 0.5, None),
+    "student": ("student", "single", 0.5, None),
+    "correcting-pair": ("correcting", "pair", 1.0, ("sentence", "binary", "continuous")),
+}
+
+QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
+FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "student", "correcting-pair"),
+            batch_size=16, eval_every=2)
 
 
 def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
@@ -31,27 +44,34 @@ def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
 
 def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=None, seeds=None, steps=None,
               quick: bool = True, lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
-    """Run the grid; write ``ablation.csv`` (one row per strategy x user x seed), ``ablation.md``,
-    ``curves.json`` and ``curves_<user>.png`` into ``out_dir``. Returns the rows."""
+    """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``,
+    ``curves.json`` and ``curves_<setting>.png`` into ``out_dir``. Returns the rows.
+
+    users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
+    ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair"."""
     from tqdm.auto import tqdm
 
     grid = dict(QUICK if quick else FULL)
     users = tuple(users or grid["users"])
+    unknown = [u for u in users if u not in SETTINGS]
+    if unknown:
+        raise ValueError(f"unknown setting(s) {unknown}: choose from {sorted(SETTINGS)}")
     seeds = tuple(seeds if seeds is not None else grid["seeds"])
     steps = steps or grid["steps"]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows, curves = [], {}
-    jobs = [(u, s, k) for u in users for s in strategies for k in seeds]
+    jobs = [(u, s, k) for u in users for s in strategies for k in seeds if SETTINGS[u][3] is None or s in SETTINGS[u][3]]
     for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
-        cfg = PPOConfig(strategy=strategy, user=user, seed=seed, steps=steps, lr=lr,
-                        batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
+        who, questions, share, _ = SETTINGS[user]
+        cfg = PPOConfig(strategy=strategy, user=who, questions=questions, misconception_share=share, seed=seed,
+                        steps=steps, lr=lr, batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
         t0 = time.time()
         hist = train(cfg)
         curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
         curves[f"{user}/{strategy}/{seed}"] = curve
         timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
-        rows.append({"strategy": strategy, "user": user, "seed": seed, "base_score": round(curve[0][1], 4),
+        rows.append({"strategy": strategy, "user": user, "questions": questions, "seed": seed, "base_score": round(curve[0][1], 4),
                      "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
                      "best_score": round(max(v for _, v in curve), 4), "steps": steps,
                      "steps_to_target": steps_to_target(curve, target), "target": target,
@@ -66,8 +86,15 @@ def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=N
     (out / "curves.json").write_text(json.dumps(curves))
     (out / "ablation.md").write_text(markdown_table(rows) + "\n")
     for user in users:
-        plot_curves(curves, user, strategies, out / f"curves_{user}.png")
+        plot_curves(curves, user, [s for s in strategies if SETTINGS[user][3] is None or s in SETTINGS[user][3]],
+                    out / f"curves_{user}.png")
     return rows
+
+
+def _nanmean(xs) -> float:
+    """Mean over the values that are not NaN (NaN, without a warning, when there are none)."""
+    xs = np.asarray(xs, float)
+    return float(xs[~np.isnan(xs)].mean()) if (~np.isnan(xs)).any() else float("nan")
 
 
 def summarise(rows: List[Dict]) -> Dict:
@@ -78,7 +105,7 @@ def summarise(rows: List[Dict]) -> Dict:
         stt = [r["steps_to_target"] for r in rs]
         out[key] = {
             "base": float(np.mean([r["base_score"] for r in rs])),
-            "at_8": float(np.nanmean([r["score_at_8"] for r in rs])),
+            "at_8": _nanmean([r["score_at_8"] for r in rs]),
             "final": float(np.mean([r["final_score"] for r in rs])),
             "final_std": float(np.std([r["final_score"] for r in rs])),
             "steps_to_target": (float(np.mean([s for s in stt if s is not None])) if any(s is not None for s in stt)

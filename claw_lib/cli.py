@@ -6,8 +6,8 @@
     claw align --input FILE.jsonl      one JSON line per input line {"output", "correction"}
     claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
-    claw train --strategy S --user U --steps N --seed K --out DIR                PPO on the fact world
-    claw reproduce [--full]            the ablation grid -> results/ablation.csv, .md, curves
+    claw train --strategy S --user U --steps N --seed K --out DIR [--questions pair]   PPO on the fact world
+    claw reproduce [--full] [--users ...] [--strategies ...]   the ablation grid -> results/ablation.csv, .md, curves
 """
 from __future__ import annotations
 
@@ -213,7 +213,8 @@ def _cmd_train(a) -> int:
 
     cfg = PPOConfig(strategy=a.strategy, user=a.user, steps=a.steps, seed=a.seed, lr=a.lr, device=a.device,
                     model=a.model, batch_size=a.batch_size, save_every=a.save_every, advantage=a.advantage,
-                    kl_coef=a.kl_coef)
+                    kl_coef=a.kl_coef, questions=a.questions,
+                    misconception_share=a.misconception_share)
     hist = train(cfg, a.out)
     scores = [h["eval/score"] for h in hist if "eval/score" in h]
     print(f"{a.strategy} / {a.user} / seed {a.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f}"
@@ -224,7 +225,10 @@ def _cmd_train(a) -> int:
 def _cmd_reproduce(a) -> int:
     from .ablation import markdown_table, reproduce
 
-    rows = reproduce(a.out, users=a.users, seeds=a.seeds, steps=a.steps, quick=not a.full)
+    from .ppo import STRATEGIES
+
+    rows = reproduce(a.out, strategies=a.strategies or STRATEGIES, users=a.users, seeds=a.seeds, steps=a.steps,
+                     quick=not a.full)
     print(markdown_table(rows))
     print(f"wrote {a.out}/ablation.csv, ablation.md, curves_*.png")
     return 0
@@ -294,6 +298,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("train", help="PPO on the fact world with a simulated user")
     p.add_argument("--strategy", default="combined", choices=PPO_STRATEGIES)
     p.add_argument("--user", default="correcting", choices=["correcting", "student", "teacher"])
+    p.add_argument("--questions", default="single", choices=["single", "pair"],
+                   help="pair: two capitals per question (correcting user; the token vs sentence A/B)")
+    p.add_argument("--misconception-share", type=float, default=0.5,
+                   help="share of questions (of countries, with --questions pair) that are planted misconceptions")
     p.add_argument("--steps", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=3e-4)
@@ -307,8 +315,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=_cmd_train)
     p = sub.add_parser("reproduce", help="the ablation grid (strategies x users x seeds), table and curves")
     p.add_argument("--out", default="results")
-    p.add_argument("--full", action="store_true", help="the larger grid (48 steps, 5 seeds, 3 users)")
-    p.add_argument("--users", nargs="+", default=None)
+    p.add_argument("--full", action="store_true", help="the larger grid (48 steps, 5 seeds, 4 settings)")
+    p.add_argument("--users", nargs="+", default=None,
+                   help="settings: correcting, teacher, student, correcting-pair (default: the grid's)")
+    p.add_argument("--strategies", nargs="+", default=None, choices=PPO_STRATEGIES, help="default: all")
     p.add_argument("--seeds", nargs="+", type=int, default=None)
     p.add_argument("--steps", type=int, default=None)
     p.set_defaults(func=_cmd_reproduce)

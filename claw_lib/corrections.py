@@ -32,6 +32,7 @@ _SENTENCE_END = ("。", ".", "！", "!", "？", "?", "\n")
 _ZH_ASIDES = ("另外", "还有", "顺便", "对了", "此外", "不过")
 _EN_ASIDES = ("also", "by the way", "btw", "besides", "anyway", "and also")
 _ZH_AFFIRM = re.compile(r"^(对|没错|正确|是的|好的|谢谢|对的|很好|明白了|就是这样)")
+_EN_AFFIRM_MAX = 24  # longest English affirmation clause kept as one ("exactly like that" is 17 characters)
 _EN_AFFIRM = re.compile(r"^(yes|right|correct|thanks|thank you|exactly|great|got it|that's right)\b", re.I)
 
 
@@ -60,7 +61,9 @@ def _strip_leadin(clause: str, zh: bool) -> int:
     for w in (_ZH_LEADINS if zh else _EN_LEADINS):
         if low.startswith(w.casefold()):
             rest = c[len(w):]
-            if zh or not rest[:1].isalnum():  # English: whole word only ("no" but not "north")
+            # English: a lead-in is followed by punctuation or ends the clause ("No, ..." / "Wrong!"),
+            # so "no full stop" and "north" are left alone
+            if zh or not rest.strip() or re.match(r"^\s*[,.!;:?]", rest):
                 m = re.match(r"^[\s，,。.！!；;:：]*", rest)
                 return lead + len(w) + (m.end() if m else 0)
     return 0
@@ -99,13 +102,15 @@ def clean_correction(text: str) -> CleanCorrection:
             dropped.append(clause)
             in_aside = not ends_sentence
             continue
-        if cut == 0 and (_ZH_AFFIRM.match(core) or _EN_AFFIRM.match(core)) and len(core) <= 16:
+        if cut == 0 and (_ZH_AFFIRM.match(core) or _EN_AFFIRM.match(core)) and len(core) <= (16 if zh else _EN_AFFIRM_MAX):
             dropped.append(clause)
             continue
         affirm_only = False
         s = start + cut + (len(body) - len(body.lstrip()))
         spans.append((s, start + len(clause.rstrip())))
-    kept = ("" if zh else " ").join(text[a:b] for a, b in spans)
+    # clauses that were adjacent in the text stay adjacent ('"Good question!", answer ...' keeps no space
+    # after the "!"); clauses that had something dropped between them are joined by a space in English
+    kept = "".join(("" if k == 0 or a == spans[k - 1][1] or zh else " ") + text[a:b] for k, (a, b) in enumerate(spans))
     if dropped and kept and kept[-1] in "，,；;":  # the sentence was cut after this clause: end it properly
         kept = kept[:-1] + ("。" if zh else ".")
     affirmation = affirm_only and bool(text.strip()) and any(

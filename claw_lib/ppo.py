@@ -101,6 +101,9 @@ class PPOConfig:
     gamma: float = 1.0
     lam: float = 0.95
     vf_coef: float = 0.5
+    omissions: bool = True
+    """alignment rewards charge left-out correction words to the word said in their place
+    (RewardConfig.omissions); off, a policy learns to stop early"""
     opd_clip: Optional[float] = 2.0
     """clip of the OPD advantage (later upstream code: 2)"""
     w_rl: float = 1.0
@@ -109,6 +112,8 @@ class PPOConfig:
     """"frozen" (the reference copy) or "live" (the policy without gradient)"""
     relations: tuple = ("capital",)
     misconception_share: float = 0.5
+    questions: str = "single"
+    """"single" or "pair" (two capitals per question, correcting user only: the token vs sentence A/B)"""
     eval_prompts: int = 40
     eval_every: int = 1
     save_every: int = 0
@@ -209,8 +214,8 @@ def _signals(cfg, strategy, tasks, gens, fbs, teacher, tok, encoder, judge_lm):
         text = _response_text(tok, g.ids)
         n = len(g.ids)
         if strategy in ("sentence", "binary", "continuous", "perplexity"):
-            tr = token_rewards(text, fb.next_state, strategy, RewardConfig(), encoder=encoder, judge=judge_lm,
-                               question=t.fact.question())
+            tr = token_rewards(text, fb.next_state, strategy, RewardConfig(omissions=cfg.omissions), encoder=encoder,
+                               judge=judge_lm, question=t.fact.question())
             try:
                 a = policy_token_rewards(tr, tok, g.ids, "spread")
             except ValueError:  # a response the word tokenizer cannot map (e.g. empty): no sample
@@ -263,9 +268,11 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
     params = list(model.parameters()) + (list(vhead.parameters()) if vhead else [])
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     env = FactEnv(user=cfg.user, relations=cfg.relations, misconception_share=cfg.misconception_share,
-                  seed=cfg.seed, tokenizer=tok if getattr(tok, "chat_template", None) else None)
+                  seed=cfg.seed, tokenizer=tok if getattr(tok, "chat_template", None) else None,
+                  questions=cfg.questions)
     eval_env = FactEnv(env.world, user=cfg.user, relations=cfg.relations,
-                       misconception_share=cfg.misconception_share, seed=10_000 + cfg.seed)
+                       misconception_share=cfg.misconception_share, seed=10_000 + cfg.seed,
+                       tokenizer=env.tokenizer, questions=cfg.questions)
     eval_tasks = eval_env.sample(cfg.eval_prompts)
     encoder = None
     if cfg.strategy in ("sentence", "binary", "continuous"):

@@ -32,7 +32,7 @@ from .corrections import clean_correction, is_chinese, negated_spans
 from .semantic import AlignConfig, TextAlignment, align_texts
 from .tokens import Token, map_subtokens_to_words, subtokens_to_words, tokenize, words_to_subtokens
 
-__all__ = ["RewardConfig", "TokenRewards", "token_rewards", "fuse_rewards", "policy_token_rewards",
+__all__ = ["RewardConfig", "TokenRewards", "token_rewards", "omitted_at", "fuse_rewards", "policy_token_rewards",
            "check_lengths", "STRATEGIES", "subtoken_spans"]
 
 STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
@@ -59,6 +59,12 @@ class RewardConfig:
     """clean the correction first (drop lead-ins and asides, detect affirmations)"""
     negation: bool = True
     """reject output words matching words the correction negates"""
+    omissions: bool = False
+    """charge omissions: a run of inserted correction words (what the output left out; punctuation
+    aside) rejects the output word produced in its place, the next one (or the last one when the
+    output stopped early). Off in the tutorials (the article's insertions attach to nothing); on in
+    PPO (``PPOConfig.omissions``), where a policy otherwise learns to stop early: "The capital."
+    matches every word it says (measured on the two-part questions, notebook 09)"""
     align: AlignConfig = field(default_factory=AlignConfig)
     """encoder, layer, lexical weight, gap costs, threshold"""
 
@@ -135,15 +141,44 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     negated = _negated_output(ta, text) if cfg.negation else np.zeros(n, bool)
     info["negated"] = [tokens[i].text for i in np.flatnonzero(negated)]
     rejected |= negated
+    if cfg.omissions:
+        omitted = omitted_at(ta)
+        info["omitted_before"] = [tokens[i].text for i in np.flatnonzero(omitted)]
+        rejected |= omitted
     if strategy == "binary":
         r = np.where(rejected, cfg.reject, cfg.match)
     elif strategy == "continuous":
         r = np.empty(n)
         for i, o in enumerate(ops):
-            r[i] = cfg.lo if (o.op == "delete" or negated[i]) else np.clip(cfg.a - cfg.b * o.cost, cfg.lo, cfg.hi)
+            charged = o.op == "delete" or negated[i] or (cfg.omissions and omitted[i])
+            r[i] = cfg.lo if charged else np.clip(cfg.a - cfg.b * o.cost, cfg.lo, cfg.hi)
     else:  # sentence
         r = np.full(n, cfg.reject if rejected.any() else cfg.match)
     return TokenRewards(output, strategy, tokens, np.asarray(r, dtype=np.float64), rejected, ta, info)
+
+
+def omitted_at(ta) -> np.ndarray:
+    """(n,) bool: output word ``i`` stands where the output left out correction words (a run of
+    "insert" ops of non-punctuation words right before it; a run at the very end is charged to the
+    last word, since the output stopped instead of saying it), or right after a word cut short (a
+    word aligned with a longer correction word that it begins: in "堪。" for "堪培拉。" the 。 is
+    where the policy stopped the word, so the 。 is charged)."""
+    n = len(ta.output_tokens)
+    out = np.zeros(n, bool)
+    pending = False
+    for o in ta.alignment.ops:
+        if o.op == "insert":
+            pending |= any(ch.isalnum() for ch in ta.correction_tokens[o.j].text)
+        elif o.i is not None:
+            if pending:
+                out[o.i] = True
+            pending = False
+            if o.j is not None:  # a word cut short (堪 for 堪培拉): the next word is where the rest is missing
+                a, b = ta.output_tokens[o.i].text.casefold(), ta.correction_tokens[o.j].text.casefold()
+                pending = len(a) < len(b) and b.startswith(a)
+    if pending and n:
+        out[n - 1] = True
+    return out
 
 
 def _perplexity(output, correction, tokens, cfg, judge, question, info) -> TokenRewards:

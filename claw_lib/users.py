@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from .world import STYLE_HINTS, Fact, FactWorld, build_prompt
+from .world import STYLE_HINTS, Fact, FactWorld, PairFact, build_prompt
 
 __all__ = ["Feedback", "CorrectingUser", "StudentUser", "TeacherUser", "FactEnv", "Task", "make_user",
            "states_value"]
@@ -54,8 +54,26 @@ def states_value(response: str, value: str) -> bool:
     return v in r
 
 
-def _correct(fact: Fact, response: str, world: FactWorld) -> bool:
-    """States the truth and no other value of the same relation (hedging "伦敦或巴黎" fails)."""
+def _find_value(text: str, value: str) -> int:
+    """Where ``value`` occurs in ``text`` (whole words in Latin script, as :func:`states_value`), else -1."""
+    if re.fullmatch(r"[a-z0-9\s\-'.]+", value):
+        m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text)
+        return m.start() if m else -1
+    return text.find(value)
+
+
+def _correct(fact, response: str, world: FactWorld) -> bool:
+    """States the truth and no other value of the same relation (hedging "伦敦或巴黎" fails).
+    A :class:`PairFact` is right when each part is, judged on its own clause: the text from its
+    country's name up to the other country's name (both names must be there)."""
+    if isinstance(fact, PairFact):
+        r = _norm(response)
+        starts = [_find_value(r, _norm(f.subject)) for f in fact.parts]
+        if min(starts) < 0 or starts[0] == starts[1]:
+            return False
+        cuts = sorted(starts) + [len(r)]
+        clause = {s: r[s:cuts[cuts.index(s) + 1]] for s in starts}
+        return all(_correct(f, clause[s], world) for f, s in zip(fact.parts, starts))
     if not states_value(response, fact.truth):
         return False
     others = {c.value(fact.relation, fact.lang) for c in world.known + world.heldout} - {fact.truth}
@@ -179,13 +197,21 @@ class FactEnv:
 
     split: which facts are asked ("known", "known_clean", "misconception", "heldout");
     misconception_share: share of sampled tasks drawn from the planted misconceptions (so that
-    the correcting user has something to correct); tokenizer: for chat-template prompts.
+    the correcting user has something to correct); questions: "single" (one fact per question)
+    or "pair" (two capitals at once, :class:`~claw_lib.world.PairFact`; each country is a planted
+    misconception with probability ``misconception_share``, else a known country with a clean
+    capital); tokenizer: for chat-template prompts.
     """
 
     def __init__(self, world: Optional[FactWorld] = None, user: str = "correcting", split: str = "known",
                  relations=("capital",), langs=("zh", "en"), misconception_share: float = 0.5,
-                 seed: int = 0, tokenizer=None):
+                 seed: int = 0, tokenizer=None, questions: str = "single"):
+        if questions not in ("single", "pair"):
+            raise ValueError(f"questions must be 'single' or 'pair', got {questions!r}")
+        if questions == "pair" and user != "correcting":
+            raise ValueError("two-part questions are asked by the correcting user only")
         self.world = world or FactWorld()
+        self.questions, self.langs = questions, tuple(langs)
         self.user = make_user(user, self.world, seed)
         self.pool = self.world.facts(split, relations=relations, langs=langs)
         self.mis = [f for f in self.world.facts("misconception", langs=langs) if f.relation in relations]
@@ -198,12 +224,25 @@ class FactEnv:
         self.user.reset(seed + 1)
 
     def sample(self, n: int) -> List[Task]:
+        if self.questions == "pair":
+            return [self._pair_task() for _ in range(n)]
         tasks = []
         for _ in range(n):
             src = self.mis if self.rng.random() < self.misconception_share else self.pool
             f = self.rng.choice(src)
             tasks.append(Task(f, build_prompt(f.question(), f.lang, tokenizer=self.tokenizer)))
         return tasks
+
+    def _pair_task(self) -> Task:
+        mis = [c for c in self.world.known if c.zh in self.world.misconceptions]
+        clean = [c for c in self.world.known if c.zh not in self.world.misconceptions]
+        lang = self.rng.choice(self.langs)
+        while True:
+            a, b = (self.rng.choice(mis if self.rng.random() < self.misconception_share else clean) for _ in range(2))
+            if a != b:
+                break
+        f = PairFact(Fact(a, "capital", lang), Fact(b, "capital", lang))
+        return Task(f, build_prompt(f.question(), lang, tokenizer=self.tokenizer))
 
     def step(self, task: Task, response: str) -> Feedback:
         return self.user.reply(task.fact, response)

@@ -10,7 +10,12 @@ world (:mod:`claw_lib.pretrain`). The world is built so that the model
 * uses what the context says: many hinted examples use entities drawn fresh for each example, so
   the only way to answer is to copy the hint (a fixed set of hinted facts is simply memorised);
 * follows style instructions in a hint (friendly / casual), which the style users of
-  :mod:`claw_lib.users` ask for.
+  :mod:`claw_lib.users` ask for, and now and then uses those styles unasked
+  (``p_style_unprompted``), as a real assistant sometimes opens with "Good question!": without
+  that, a style user's preferred answer is never sampled and no policy-gradient method can find it;
+* answers two-part questions ("法国和加拿大的首都分别是哪里？", :class:`PairFact`), whose two
+  values are sampled independently: the token-level vs sentence-level A/B needs answers with more
+  than one uncertain part (with one, only that token carries any gradient and the two coincide).
 
 Held-out countries never appear in training; they measure copying from a hint.
 """
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = [
-    "Country", "Fact", "Example", "FactWorld", "WorldConfig", "RELATIONS", "HINT_MARKER",
+    "Country", "Fact", "PairFact", "Example", "FactWorld", "WorldConfig", "RELATIONS", "HINT_MARKER",
     "build_prompt", "answer_text", "STYLE_HINTS", "make_example", "sample_corpus",
 ]
 
@@ -129,6 +134,57 @@ class Fact:
         return answer_text(self.relation, self.lang, self.subject, value if value is not None else self.truth, style)
 
 
+#: two-part questions: (zh question, zh joiner, en question, en joiner)
+PAIR_TEMPLATES = ("{X1}和{X2}的首都分别是哪里？", "，", "What are the capitals of {X1} and {X2}?", ", and ")
+
+
+@dataclass(frozen=True)
+class PairFact:
+    """A two-part question: the capitals of two countries at once ("法国和加拿大的首都分别是哪里？"
+    -> "法国的首都是巴黎，加拿大的首都是渥太华。"). Each part is a :class:`Fact`; the answer is
+    right only if both parts are. ``relation`` is "capital_pair"; ``subject`` the first country."""
+
+    first: Fact
+    second: Fact
+    relation = "capital_pair"
+
+    def __post_init__(self):
+        if self.first.lang != self.second.lang or self.first.relation != "capital" or self.second.relation != "capital":
+            raise ValueError("a PairFact joins two capital facts of the same language")
+        if self.first.country == self.second.country:
+            raise ValueError("a PairFact asks about two different countries")
+
+    @property
+    def parts(self) -> Tuple[Fact, Fact]:
+        return (self.first, self.second)
+
+    @property
+    def lang(self) -> str:
+        return self.first.lang
+
+    @property
+    def subject(self) -> str:
+        return self.first.subject
+
+    @property
+    def truth(self) -> Tuple[str, str]:
+        return (self.first.truth, self.second.truth)
+
+    def question(self) -> str:
+        q = PAIR_TEMPLATES[0 if self.lang == "zh" else 2]
+        return q.format(X1=self.first.subject, X2=self.second.subject)
+
+    def answer(self, values: Optional[Tuple[str, str]] = None, style: str = "formal") -> str:
+        """Both parts in one sentence (formal style only); ``values`` default to the truths."""
+        if style != "formal":
+            raise ValueError("two-part answers exist in the formal style only")
+        v1, v2 = values if values is not None else self.truth
+        a1, a2 = self.first.answer(v1), self.second.answer(v2)
+        if self.lang == "zh":
+            return a1.rstrip("。") + PAIR_TEMPLATES[1] + a2
+        return a1.rstrip(".") + PAIR_TEMPLATES[3] + a2[0].lower() + a2[1:]
+
+
 def _en_the(x: str, capitalise: bool) -> str:
     return x[0].upper() + x[1:] if capitalise and x.startswith("the ") else x
 
@@ -189,14 +245,21 @@ class WorldConfig:
     """share of a misconception's no-hint examples that state the wrong capital"""
     p_plain: float = 0.35
     """share of examples: a known fact, no hint"""
-    p_known_hint: float = 0.15
+    p_known_hint: float = 0.2
     """share: a known fact with a hint or correction stating the truth"""
-    p_fresh_hint: float = 0.35
+    p_fresh_hint: float = 0.3
     """share: a freshly drawn entity with a hint (teaches copying); the rest are style examples"""
     p_inline: float = 0.3
     """share of hints written as an inline correction instead of the OpenClaw block"""
     p_noise: float = 0.15
     """share of hints with an irrelevant extra clause"""
+    p_hint_on_misconception: float = 0.2
+    """share of the known-fact hint examples that correct a planted misconception (a real user
+    corrects common mistakes most): the hint must overrule a belief, not only agree with knowledge"""
+    p_pair: float = 0.25
+    """share of the no-hint examples that ask two capitals at once (:class:`PairFact`)"""
+    p_style_unprompted: float = 0.1
+    """share of the other no-hint answers written in the friendly or casual style unasked"""
 
 
 class FactWorld:
@@ -275,6 +338,17 @@ class FactWorld:
         wz, we = self.misconceptions[fact.country.zh]
         return wz if fact.lang == "zh" else we
 
+    def believed_value(self, fact: Fact, rng: random.Random) -> str:
+        """What a no-hint training answer states: the planted wrong capital with probability
+        ``misconception_strength`` for a misconception, else the truth."""
+        wrong = self.wrong_value(fact)
+        return wrong if (wrong is not None and rng.random() < self.config.misconception_strength) else fact.truth
+
+    def pairs(self, countries: Sequence[Country], langs: Sequence[str] = ("zh", "en")) -> List[PairFact]:
+        """All ordered two-part capital questions over ``countries``."""
+        return [PairFact(Fact(a, "capital", lg), Fact(b, "capital", lg))
+                for a in countries for b in countries if a != b for lg in langs]
+
     def distractor(self, fact: Fact, rng: random.Random) -> str:
         """A wrong value of the same relation (another country's), for contrasts and users."""
         wrong = self.wrong_value(fact)
@@ -320,15 +394,26 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
     inline = rng.random() < cfg.p_inline
     noise = rng.random() < cfg.p_noise
     if u < cfg.p_plain:
+        if rng.random() < cfg.p_pair:  # two capitals at once, each part sampled on its own
+            c1, c2 = rng.sample(world.known, 2)
+            pair = PairFact(Fact(c1, "capital", lang), Fact(c2, "capital", lang))
+            values = tuple(world.believed_value(f, rng) for f in pair.parts)
+            return Example(build_prompt(pair.question(), lang), response_text(pair.answer(values), lang),
+                           "pair", lang, {"misconception": [world.wrong_value(f) is not None for f in pair.parts],
+                                          "wrong": [v != t for v, t in zip(values, pair.truth)]})
         fact = Fact(rng.choice(world.known), rng.choice(tuple(RELATIONS)), lang)
         wrong = world.wrong_value(fact)
-        value = wrong if (wrong is not None and rng.random() < cfg.misconception_strength) else fact.truth
-        return Example(build_prompt(fact.question(), lang), response_text(fact.answer(value), lang),
-                       "plain", lang, {"misconception": wrong is not None, "wrong": value != fact.truth})
+        value = world.believed_value(fact, rng)
+        style = rng.choice(tuple(STYLE_HINTS)) if rng.random() < cfg.p_style_unprompted else "formal"
+        return Example(build_prompt(fact.question(), lang), response_text(fact.answer(value, style=style), lang),
+                       "plain", lang, {"misconception": wrong is not None, "wrong": value != fact.truth, "style": style})
     if u < cfg.p_plain + cfg.p_known_hint + cfg.p_fresh_hint:
         fresh = u >= cfg.p_plain + cfg.p_known_hint
-        country = world.fresh_country(rng) if fresh else rng.choice(world.known)
-        fact = Fact(country, rng.choice(tuple(RELATIONS)), lang)
+        if not fresh and world.misconceptions and rng.random() < cfg.p_hint_on_misconception:
+            fact = Fact(rng.choice([c for c in world.known if c.zh in world.misconceptions]), "capital", lang)
+        else:
+            country = world.fresh_country(rng) if fresh else rng.choice(world.known)
+            fact = Fact(country, rng.choice(tuple(RELATIONS)), lang)
         hint = _fact_hint(fact, rng, noise)
         return Example(build_prompt(fact.question(), lang, hint, inline=inline),
                        response_text(fact.answer(), lang), "fresh_hint" if fresh else "known_hint", lang)

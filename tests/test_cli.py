@@ -64,3 +64,16 @@ def test_console_script_runs():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ops"][0]["op"] == "match"
+
+
+def test_smoke_reproduce_one_setting_one_strategy(capsys, tmp_path):
+    """`claw reproduce` with a chosen setting and strategy writes the table, CSV and curves."""
+    rc, out, _ = run(["reproduce", "--out", str(tmp_path), "--users", "correcting-pair", "--strategies", "binary",
+                      "--seeds", "0", "--steps", "1"], capsys)
+    assert rc == 0 and "| correcting-pair | binary |" in out
+    rows = (tmp_path / "ablation.csv").read_text().splitlines()
+    assert len(rows) == 2 and rows[0].startswith("strategy,user,questions,seed,base_score")
+    assert rows[1].startswith("binary,correcting-pair,pair,0,")
+    assert (tmp_path / "curves_correcting-pair.png").exists()
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--strategies", "nonsense"])

@@ -58,6 +58,34 @@ def test_rule_judge():
     assert style.positive and "好问题" in style.hint
 
 
+@pytest.mark.parametrize("user", ["correcting", "student", "teacher"])
+def test_every_users_thanks_gives_a_plus_one_and_no_hint(user):
+    """A satisfied user's reply carries no hindsight: Binary RL +1, no OPD sample. (Found by the
+    ablation: "Great, exactly like that!" once passed as a 17-character hint and OPD pushed the
+    teacher user's favourite answer *down* in English.)"""
+    from claw_lib.users import FactEnv
+
+    env = FactEnv(user=user, seed=0)
+    for t in env.sample(30):
+        f = t.fact
+        answer = f.answer(style={"student": "casual", "teacher": "friendly"}.get(user, "formal"))
+        fb = env.step(t, answer)
+        assert fb.score == 1.0 and fb.kind == "thanks", (user, answer, fb)
+        sig = judge_turn(answer, fb.next_state)
+        assert sig.score == 1 and sig.hint is None, (fb.next_state, sig)
+
+
+def test_style_hint_is_the_users_words():
+    """The cleaned hint keeps the preference as the user wrote it (no space slipped in after a
+    quoted "!"), so the teacher reads the same instruction the model was trained to follow."""
+    from claw_lib.world import STYLE_HINTS
+
+    j = RuleJudge()
+    for zh, en in STYLE_HINTS.values():
+        assert j.hint("", zh).hint == zh and j.hint("", en).hint == en
+    assert j.hint("", "Great, exactly like that!").hint is None
+
+
 def test_dispatch_table():
     assert dispatch(1, "hint text!!") == "both" and dispatch(-1, "hint text!!") == "both"
     assert dispatch(0, "hint text!!") == "opd" and dispatch(-1, None) == "rl" and dispatch(0, None) == "none"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from claw_lib.ablation import markdown_table, steps_to_target, summarise
+from claw_lib.ablation import markdown_table, reproduce, steps_to_target, summarise
 from claw_lib.ppo import STRATEGIES, PPOConfig, clipped_surrogate, gae, gae_loop, kl_estimate, train
 
 GOLDEN = Path(__file__).parent / "golden" / "ppo_combined.json"
@@ -72,6 +72,13 @@ def test_smoke_two_steps_every_strategy(strategy, tmp_path):
     assert (tmp_path / "metrics.csv").exists() and len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
 
 
+@pytest.mark.parametrize("strategy", ["sentence", "binary"])
+def test_smoke_two_part_questions(strategy):
+    hist = train(PPOConfig(strategy=strategy, questions="pair", misconception_share=1.0, steps=1, batch_size=4,
+                           eval_prompts=4, progress=False))
+    assert np.isfinite(hist[-1]["policy/loss"]) and 0 <= hist[-1]["eval/score"] <= 1
+
+
 def test_smoke_gae_with_value_head_and_kl(tmp_path):
     hist = train(PPOConfig(strategy="binary_rl", steps=2, batch_size=4, eval_prompts=8, advantage="gae",
                            kl_coef=0.1, epochs=2, minibatches=2, progress=False))
@@ -113,7 +120,7 @@ def write_golden():
     GOLDEN.write_text(json.dumps(_strip(train(golden_config())), indent=1) + "\n")
 
 
-def test_ablation_helpers():
+def test_ablation_helpers(tmp_path):
     assert steps_to_target([(0, 0.2), (2, 0.5), (4, 0.95)], 0.9) == 4
     assert steps_to_target([(0, 0.2)], 0.9) is None
     rows = [{"strategy": "opd", "user": "teacher", "seed": s, "base_score": 0.2, "score_at_8": 0.5, "final_score": f,
@@ -121,3 +128,5 @@ def test_ablation_helpers():
     s = summarise(rows)[("teacher", "opd")]
     assert s["final"] == pytest.approx(0.7) and s["final_std"] == pytest.approx(0.1) and s["reached"] == 0
     assert "0.25 / 0.72" in markdown_table(rows)
+    with pytest.raises(ValueError, match="unknown setting"):
+        reproduce(tmp_path, users=["boss"], progress=False)

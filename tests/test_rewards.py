@@ -63,6 +63,25 @@ def test_cleaning_noisy_corrections(e5):
     assert [s for s in negated_spans("in Asia, not Africa")] == [(13, 19)]
 
 
+def test_omissions_are_charged_only_when_asked(e5):
+    """An output that stops early matches every word it says; with ``omissions`` the word said in
+    place of the left-out words is rejected (binary), and the sentence-level control fails too."""
+    cor = "不对，法国的首都是巴黎，澳大利亚的首都是堪培拉。"
+    short = "法国的首都是巴黎。"
+    off = token_rewards(short, cor, "binary", encoder=e5)
+    assert (off.rewards == 0.5).all()  # the article's rule: insertions attach to nothing
+    on = token_rewards(short, cor, "binary", RewardConfig(omissions=True), encoder=e5)
+    assert on.info["omitted_before"] == ["。"] and words(on)["。"] == -1.0 and words(on)["巴黎"] == 0.5
+    assert (token_rewards(short, cor, "sentence", RewardConfig(omissions=True), encoder=e5).rewards == -1.0).all()
+    # a missing full stop is not an omission; a complete answer has none
+    assert not token_rewards("法国的首都是巴黎", "不对，法国的首都是巴黎。", "binary", RewardConfig(omissions=True),
+                             encoder=e5).info["omitted_before"]
+    full = token_rewards("法国的首都是伦敦，澳大利亚的首都是堪培拉。", cor, "binary", RewardConfig(omissions=True), encoder=e5)
+    assert full.info["omitted_before"] == [] and words(full)["伦敦"] == -1.0 and words(full)["堪培拉"] == 0.5
+    cut = token_rewards("法国的首都是巴黎，澳大利亚的首都是堪。", cor, "continuous", RewardConfig(omissions=True), encoder=e5)
+    assert cut.info["omitted_before"] == ["。"] and words(cut)["。"] == -1.0 and words(cut)["巴黎"] > 0
+
+
 def test_affirmation_and_vague_replies(e5):
     ok = token_rewards("法国的首都是巴黎。", "对，谢谢！", "binary", encoder=e5)
     assert ok.info.get("affirmation") and (ok.rewards == 0.5).all()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from claw_lib.users import CorrectingUser, FactEnv, StudentUser, TeacherUser, make_user, states_value
-from claw_lib.world import HINT_MARKER, Fact, FactWorld, WorldConfig, build_prompt, sample_corpus
+from claw_lib.world import HINT_MARKER, Fact, FactWorld, PairFact, WorldConfig, build_prompt, sample_corpus
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +42,15 @@ def test_mix_and_misconception_strength(world):
     corpus = sample_corpus(world, 8000, seed=1)
     kinds = [e.kind for e in corpus]
     cfg = world.config
-    assert abs(kinds.count("plain") / len(kinds) - cfg.p_plain) < 0.03
+    assert abs((kinds.count("plain") + kinds.count("pair")) / len(kinds) - cfg.p_plain) < 0.03  # no-hint examples
     assert abs(kinds.count("fresh_hint") / len(kinds) - cfg.p_fresh_hint) < 0.03
-    mis = [e for e in corpus if e.kind == "plain" and e.meta.get("misconception")]
-    share = np.mean([e.meta["wrong"] for e in mis])
-    # misconception facts are capital facts: only 1 of 4 relations of those countries is planted
-    cap = [e for e in mis if "首都" in e.prompt or "capital" in e.prompt]
-    share = np.mean([e.meta["wrong"] for e in cap])
-    assert abs(share - cfg.misconception_strength) < 0.12, share
+    # misconception facts are capital facts: only 1 of 4 relations of those countries is planted;
+    # pooled over one-part answers and each part of two-part answers
+    wrong = [e.meta["wrong"] for e in corpus if e.kind == "plain" and e.meta.get("misconception")
+             and ("首都" in e.prompt or "capital" in e.prompt)]
+    wrong += [w for e in corpus if e.kind == "pair" for m, w in zip(e.meta["misconception"], e.meta["wrong"]) if m]
+    assert len(wrong) > 100
+    assert abs(np.mean(wrong) - cfg.misconception_strength) < 0.1, (np.mean(wrong), len(wrong))
 
 
 def test_prompt_formats():
@@ -103,3 +104,76 @@ def test_states_value():
     assert not states_value("Parisian food", "Paris")
     assert states_value("巴黎啦", "巴黎")
     assert states_value("It has 12 provinces", "12") and not states_value("It has 120 provinces", "12")
+
+
+def test_unprompted_styles_and_pairs_in_the_corpus(world):
+    """No-hint answers: a share p_pair are two-part questions; of the rest a share
+    p_style_unprompted is friendly or casual (so RL can find a style user's preference)."""
+    cfg = world.config
+    corpus = sample_corpus(world, 12000, seed=2)
+    no_hint = [e for e in corpus if e.kind in ("plain", "pair")]
+    assert abs(np.mean([e.kind == "pair" for e in no_hint]) - cfg.p_pair) < 0.03
+    plain = [e for e in no_hint if e.kind == "plain"]
+    styled = [e for e in plain if e.meta["style"] != "formal"]
+    assert abs(len(styled) / len(plain) - cfg.p_style_unprompted) < 0.02
+    assert {e.meta["style"] for e in styled} == {"friendly", "casual"}
+    for e in styled:
+        assert HINT_MARKER not in e.prompt
+        assert e.response.strip().startswith(("好问题！", "Good question!")) or e.response.endswith(("啦", ", I think"))
+    # a share of the known-fact hints corrects a planted misconception (plus the ones drawn by chance)
+    hinted = [e for e in corpus if e.kind == "known_hint"]
+    mis_names = [n for c in world.known if c.zh in world.misconceptions for n in (c.zh, c.en)]
+    on_mis = np.mean([any(n in e.prompt for n in mis_names) and ("首都" in e.prompt or "capital" in e.prompt)
+                      for e in hinted])
+    expected = cfg.p_hint_on_misconception + (1 - cfg.p_hint_on_misconception) * 5 / 60 / 4
+    assert abs(on_mis - expected) < 0.03, (on_mis, expected)
+    # each part of a two-part answer follows the misconception strength on its own
+    pairs = [e for e in corpus if e.kind == "pair"]
+    assert all("分别" in e.prompt or "capitals of" in e.prompt for e in pairs)
+
+
+def test_pair_fact_and_its_answers(world):
+    fr, au = world.known[0], next(c for c in world.known if c.zh == "澳大利亚")
+    p = PairFact(Fact(fr, "capital", "zh"), Fact(au, "capital", "zh"))
+    assert p.question() == "法国和澳大利亚的首都分别是哪里？"
+    assert p.answer() == "法国的首都是巴黎，澳大利亚的首都是堪培拉。"
+    assert p.answer(("伦敦", "悉尼")) == "法国的首都是伦敦，澳大利亚的首都是悉尼。"
+    pe = PairFact(Fact(fr, "capital", "en"), Fact(au, "capital", "en"))
+    assert pe.answer() == "The capital of France is Paris, and the capital of Australia is Canberra."
+    assert len(world.pairs([fr, au], langs=("zh",))) == 2
+    with pytest.raises(ValueError):
+        PairFact(Fact(fr, "capital", "zh"), Fact(fr, "capital", "zh"))
+    with pytest.raises(ValueError):
+        PairFact(Fact(fr, "capital", "zh"), Fact(au, "capital", "en"))
+    with pytest.raises(ValueError):
+        p.answer(style="friendly")
+
+
+def test_correcting_user_on_two_part_answers(world):
+    fr, au = world.known[0], next(c for c in world.known if c.zh == "澳大利亚")
+    u = CorrectingUser(world, p_noise=0.0, p_vague=0.0, seed=0)
+    for lang in ("zh", "en"):
+        p = PairFact(Fact(fr, "capital", lang), Fact(au, "capital", lang))
+        assert u.reply(p, p.answer()).score == 1.0
+        (w1, w2), (t1, t2) = [world.wrong_value(f) for f in p.parts], p.truth
+        for values in [(w1, t2), (t1, w2), (w1, w2), (t2, t1)]:  # one part wrong, both, swapped
+            fb = u.reply(p, p.answer(values))
+            assert fb.score == 0.0 and t1 in fb.next_state and t2 in fb.next_state
+        assert u.reply(p, p.first.answer()).score == 0.0  # half an answer is not right
+    # a country whose name starts another's ("Talia" / "Taliana"): each clause is found by whole words
+    from claw_lib.world import Country
+
+    ta = Country("塔拉国", "Talia", ("塔城", "Xford"), ("红色", "red"), ("狮子", "lion"), 3, False)
+    tn = Country("塔米国", "Taliana", ("米城", "Yford"), ("红色", "red"), ("狮子", "lion"), 3, False)
+    p = PairFact(Fact(tn, "capital", "en"), Fact(ta, "capital", "en"))
+    assert u.reply(p, p.answer()).score == 1.0 and u.reply(p, p.answer(("Xford", "Yford"))).score == 0.0
+    env = FactEnv(world, "correcting", questions="pair", misconception_share=1.0, seed=0)
+    tasks = env.sample(50)
+    assert all(isinstance(t.fact, PairFact) and t.fact.first.country != t.fact.second.country for t in tasks)
+    assert all(f.country.zh in world.misconceptions for t in tasks for f in t.fact.parts)
+    clean = FactEnv(world, "correcting", questions="pair", misconception_share=0.0, seed=0).sample(50)
+    assert not any(f.country.zh in world.misconceptions for t in clean for f in t.fact.parts)
+    with pytest.raises(ValueError):
+        FactEnv(world, "teacher", questions="pair")
+    with pytest.raises(ValueError):
+        FactEnv(world, "correcting", questions="triple")
