@@ -18,15 +18,18 @@ __all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
 
-#: ablation settings: name -> (user, questions, misconception_share, strategies run there (None: all)).
-#: "correcting-pair" is the seed's token-level vs sentence-level A/B: two capitals per question,
-#: both planted misconceptions, so an answer often has one right and one wrong part, and a
-#: sentence-level reward punishes the right part with the wrong one.
+#: ablation settings: name -> (user, questions, misconception_share, strategies run there (None: all),
+#: p_vague). "correcting-pair" is the seed's token-level vs sentence-level A/B: two capitals per
+#: question, both planted misconceptions, so an answer often has one right and one wrong part, and a
+#: sentence-level reward punishes the right part with the wrong one. "teacher-vague": half of the
+#: teacher's complaints say nothing specific (-1 for Binary RL, no hint for OPD), as the paper's
+#: users, whose hints are sparse.
 SETTINGS = {
-    "correcting": ("correcting", "single", 0.5, None),
-    "teacher": ("teacher", "single", 0.5, None),
-    "student": ("student", "single", 0.5, None),
-    "correcting-pair": ("correcting", "pair", 1.0, ("sentence", "binary", "continuous")),
+    "correcting": ("correcting", "single", 0.5, None, None),
+    "teacher": ("teacher", "single", 0.5, None, None),
+    "student": ("student", "single", 0.5, None, None),
+    "correcting-pair": ("correcting", "pair", 1.0, ("sentence", "binary", "continuous"), None),
+    "teacher-vague": ("teacher", "single", 0.5, ("binary_rl", "opd", "combined", "opd_kl"), 0.5),
 }
 
 QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
@@ -63,9 +66,9 @@ def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=N
     rows, curves = [], {}
     jobs = [(u, s, k) for u in users for s in strategies for k in seeds if SETTINGS[u][3] is None or s in SETTINGS[u][3]]
     for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
-        who, questions, share, _ = SETTINGS[user]
-        cfg = PPOConfig(strategy=strategy, user=who, questions=questions, misconception_share=share, seed=seed,
-                        steps=steps, lr=lr, batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
+        who, questions, share, _, p_vague = SETTINGS[user]
+        cfg = PPOConfig(strategy=strategy, user=who, questions=questions, misconception_share=share, p_vague=p_vague,
+                        seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
         t0 = time.time()
         hist = train(cfg)
         curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]

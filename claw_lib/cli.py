@@ -317,7 +317,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--out", default="results")
     p.add_argument("--full", action="store_true", help="the larger grid (48 steps, 5 seeds, 4 settings)")
     p.add_argument("--users", nargs="+", default=None,
-                   help="settings: correcting, teacher, student, correcting-pair (default: the grid's)")
+                   help="settings: correcting, teacher, student, correcting-pair, teacher-vague (default: the grid's)")
     p.add_argument("--strategies", nargs="+", default=None, choices=PPO_STRATEGIES, help="default: all")
     p.add_argument("--seeds", nargs="+", type=int, default=None)
     p.add_argument("--steps", type=int, default=None)

@@ -114,6 +114,8 @@ class PPOConfig:
     misconception_share: float = 0.5
     questions: str = "single"
     """"single" or "pair" (two capitals per question, correcting user only: the token vs sentence A/B)"""
+    p_vague: Optional[float] = None
+    """share of unsatisfied replies without a hint (None: the user's default); makes OPD samples sparse"""
     eval_prompts: int = 40
     eval_every: int = 1
     save_every: int = 0
@@ -269,10 +271,10 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     env = FactEnv(user=cfg.user, relations=cfg.relations, misconception_share=cfg.misconception_share,
                   seed=cfg.seed, tokenizer=tok if getattr(tok, "chat_template", None) else None,
-                  questions=cfg.questions)
+                  questions=cfg.questions, p_vague=cfg.p_vague)
     eval_env = FactEnv(env.world, user=cfg.user, relations=cfg.relations,
                        misconception_share=cfg.misconception_share, seed=10_000 + cfg.seed,
-                       tokenizer=env.tokenizer, questions=cfg.questions)
+                       tokenizer=env.tokenizer, questions=cfg.questions, p_vague=cfg.p_vague)
     eval_tasks = eval_env.sample(cfg.eval_prompts)
     encoder = None
     if cfg.strategy in ("sentence", "binary", "continuous"):

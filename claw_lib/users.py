@@ -120,11 +120,14 @@ class CorrectingUser:
 
 
 class _StyleUser:
+    """p_vague: share of unsatisfied replies that complain without saying what ("不太对吧。"): a
+    Binary RL sample (-1) but no hint, so no OPD sample, as with the paper's real users."""
+
     style = ""
     name = ""
 
-    def __init__(self, world: FactWorld, seed: int = 0):
-        self.world = world
+    def __init__(self, world: FactWorld, seed: int = 0, p_vague: float = 0.0):
+        self.world, self.p_vague = world, p_vague
         self.rng = random.Random(seed)
 
     def reset(self, seed: int) -> None:
@@ -144,6 +147,9 @@ class _StyleUser:
         zh = fact.lang == "zh"
         if score == 1.0:
             return Feedback("很好，就是这样！" if zh else "Great, exactly like that!", 1.0, "thanks", checks)
+        if self.p_vague and self.rng.random() < self.p_vague:
+            return Feedback(self.rng.choice(["不太对吧。", "好像不对。"] if zh else
+                                            ["Hmm, that doesn't look right.", "I don't think so."]), score, "vague", checks)
         parts = []
         if not correct:
             parts.append(("不对，" if zh else "No, ") + (fact.answer() if zh else fact.answer()[0].lower() + fact.answer()[1:]))
@@ -176,12 +182,14 @@ class TeacherUser(_StyleUser):
                 "encouragement": r.endswith("继续加油！" if zh else "Keep it up!")}
 
 
-def make_user(name: str, world: FactWorld, seed: int = 0):
-    """"correcting", "student" or "teacher"."""
+def make_user(name: str, world: FactWorld, seed: int = 0, p_vague: Optional[float] = None):
+    """"correcting", "student" or "teacher"; ``p_vague`` overrides the user's share of vague replies."""
     users = {"correcting": CorrectingUser, "student": StudentUser, "teacher": TeacherUser}
     if name not in users:
         raise ValueError(f"user must be one of {sorted(users)}, got {name!r}")
-    return users[name](world, seed=seed)
+    if p_vague is not None and not 0.0 <= p_vague <= 1.0:
+        raise ValueError(f"p_vague must be in [0, 1], got {p_vague}")
+    return users[name](world, seed=seed, **({} if p_vague is None else {"p_vague": p_vague}))
 
 
 @dataclass
@@ -200,19 +208,20 @@ class FactEnv:
     the correcting user has something to correct); questions: "single" (one fact per question)
     or "pair" (two capitals at once, :class:`~claw_lib.world.PairFact`; each country is a planted
     misconception with probability ``misconception_share``, else a known country with a clean
-    capital); tokenizer: for chat-template prompts.
+    capital); tokenizer: for chat-template prompts; p_vague: the user's share of vague replies
+    (None: the user's default, 0.1 for the correcting user, 0 for the style users).
     """
 
     def __init__(self, world: Optional[FactWorld] = None, user: str = "correcting", split: str = "known",
                  relations=("capital",), langs=("zh", "en"), misconception_share: float = 0.5,
-                 seed: int = 0, tokenizer=None, questions: str = "single"):
+                 seed: int = 0, tokenizer=None, questions: str = "single", p_vague: Optional[float] = None):
         if questions not in ("single", "pair"):
             raise ValueError(f"questions must be 'single' or 'pair', got {questions!r}")
         if questions == "pair" and user != "correcting":
             raise ValueError("two-part questions are asked by the correcting user only")
         self.world = world or FactWorld()
         self.questions, self.langs = questions, tuple(langs)
-        self.user = make_user(user, self.world, seed)
+        self.user = make_user(user, self.world, seed, p_vague=p_vague)
         self.pool = self.world.facts(split, relations=relations, langs=langs)
         self.mis = [f for f in self.world.facts("misconception", langs=langs) if f.relation in relations]
         self.misconception_share = misconception_share if self.mis else 0.0

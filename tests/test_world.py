@@ -177,3 +177,20 @@ def test_correcting_user_on_two_part_answers(world):
         FactEnv(world, "teacher", questions="pair")
     with pytest.raises(ValueError):
         FactEnv(world, "correcting", questions="triple")
+
+
+def test_vague_style_user_gives_a_score_but_no_hint(world):
+    """p_vague: an unsatisfied style user sometimes complains without saying what: Binary RL
+    still gets -1, OPD gets no hint (the paper's sparse hints)."""
+    from claw_lib.opd import judge_turn
+
+    f = Fact(world.known[0], "capital", "en")
+    t = make_user("teacher", world, p_vague=1.0)
+    fb = t.reply(f, f.answer())
+    assert fb.kind == "vague" and fb.score == pytest.approx(1 / 3)
+    sig = judge_turn(f.answer(), fb.next_state)
+    assert sig.score == -1 and sig.hint is None
+    assert t.reply(f, f.answer(style="friendly")).kind == "thanks"
+    assert make_user("teacher", world, p_vague=0.0).reply(f, f.answer()).kind == "style"
+    with pytest.raises(ValueError):
+        make_user("teacher", world, p_vague=1.5)
