@@ -6,30 +6,43 @@ import csv
 import json
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .ppo import STRATEGIES, PPOConfig, train
 
 __all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "QUICK", "FULL",
-           "SETTINGS"]
+           "SETTINGS", "Setting"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
 
-#: ablation settings: name -> (user, questions, misconception_share, strategies run there (None: all),
-#: p_vague). "correcting-pair" is the seed's token-level vs sentence-level A/B: two capitals per
-#: question, both planted misconceptions, so an answer often has one right and one wrong part, and a
-#: sentence-level reward punishes the right part with the wrong one. "teacher-vague": half of the
-#: teacher's complaints say nothing specific (-1 for Binary RL, no hint for OPD), as the paper's
-#: users, whose hints are sparse.
+class Setting(NamedTuple):
+    """One row group of the ablation: who asks what, and which strategies run there."""
+
+    user: str
+    questions: str = "single"
+    misconception_share: float = 0.5
+    strategies: Optional[Tuple[str, ...]] = None
+    """None: all of STRATEGIES"""
+    p_vague: Optional[float] = None
+
+    def runs(self, strategy: str) -> bool:
+        return self.strategies is None or strategy in self.strategies
+
+
+#: ablation settings by name. "correcting-pair" is the seed's token-level vs sentence-level A/B: two
+#: capitals per question, both planted misconceptions, so an answer often has one right and one wrong
+#: part, and a sentence-level reward punishes the right part with the wrong one. "teacher-vague": half
+#: of the teacher's complaints say nothing specific (-1 for Binary RL, no hint for OPD), as the
+#: paper's users, whose hints are sparse.
 SETTINGS = {
-    "correcting": ("correcting", "single", 0.5, None, None),
-    "teacher": ("teacher", "single", 0.5, None, None),
-    "student": ("student", "single", 0.5, None, None),
-    "correcting-pair": ("correcting", "pair", 1.0, ("sentence", "binary", "continuous"), None),
-    "teacher-vague": ("teacher", "single", 0.5, ("binary_rl", "opd", "combined", "opd_kl"), 0.5),
+    "correcting": Setting("correcting"),
+    "teacher": Setting("teacher"),
+    "student": Setting("student"),
+    "correcting-pair": Setting("correcting", "pair", 1.0, ("sentence", "binary", "continuous")),
+    "teacher-vague": Setting("teacher", p_vague=0.5, strategies=("binary_rl", "opd", "combined", "opd_kl")),
 }
 
 QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
@@ -45,11 +58,12 @@ def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
     return None
 
 
-def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=None, seeds=None, steps=None,
+def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
               quick: bool = True, lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
     """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``,
     ``curves.json`` and ``curves_<setting>.png`` into ``out_dir``. Returns the rows.
 
+    strategies: default all of STRATEGIES (each setting runs those it allows);
     users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
     ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair"."""
     from tqdm.auto import tqdm
@@ -64,17 +78,19 @@ def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=N
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows, curves = [], {}
-    jobs = [(u, s, k) for u in users for s in strategies for k in seeds if SETTINGS[u][3] is None or s in SETTINGS[u][3]]
+    strategies = tuple(strategies or STRATEGIES)
+    per_setting = {u: [s for s in strategies if SETTINGS[u].runs(s)] for u in users}
+    jobs = [(u, s, k) for u in users for s in per_setting[u] for k in seeds]
     for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
-        who, questions, share, _, p_vague = SETTINGS[user]
-        cfg = PPOConfig(strategy=strategy, user=who, questions=questions, misconception_share=share, p_vague=p_vague,
-                        seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
+        st = SETTINGS[user]
+        cfg = PPOConfig(strategy=strategy, user=st.user, questions=st.questions, misconception_share=st.misconception_share,
+                        p_vague=st.p_vague, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
         t0 = time.time()
         hist = train(cfg)
         curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
         curves[f"{user}/{strategy}/{seed}"] = curve
         timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
-        rows.append({"strategy": strategy, "user": user, "questions": questions, "seed": seed, "base_score": round(curve[0][1], 4),
+        rows.append({"strategy": strategy, "user": user, "questions": st.questions, "seed": seed, "base_score": round(curve[0][1], 4),
                      "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
                      "best_score": round(max(v for _, v in curve), 4), "steps": steps,
                      "steps_to_target": steps_to_target(curve, target), "target": target,
@@ -89,8 +105,7 @@ def reproduce(out_dir="results", strategies: Sequence[str] = STRATEGIES, users=N
     (out / "curves.json").write_text(json.dumps(curves))
     (out / "ablation.md").write_text(markdown_table(rows) + "\n")
     for user in users:
-        plot_curves(curves, user, [s for s in strategies if SETTINGS[user][3] is None or s in SETTINGS[user][3]],
-                    out / f"curves_{user}.png")
+        plot_curves(curves, user, per_setting[user], out / f"curves_{user}.png")
     return rows
 
 

@@ -225,10 +225,7 @@ def _cmd_train(a) -> int:
 def _cmd_reproduce(a) -> int:
     from .ablation import markdown_table, reproduce
 
-    from .ppo import STRATEGIES
-
-    rows = reproduce(a.out, strategies=a.strategies or STRATEGIES, users=a.users, seeds=a.seeds, steps=a.steps,
-                     quick=not a.full)
+    rows = reproduce(a.out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps, quick=not a.full)
     print(markdown_table(rows))
     print(f"wrote {a.out}/ablation.csv, ablation.md, curves_*.png")
     return 0

@@ -44,22 +44,20 @@ def _norm(s: str) -> str:
     return re.sub(r"\s+", " ", s.casefold()).strip()
 
 
-def states_value(response: str, value: str) -> bool:
-    """Does the response state ``value`` (as a whole word in English, as a substring in Chinese)?"""
-    r, v = _norm(response), _norm(value)
-    if not v:
-        return False
-    if re.fullmatch(r"[a-z0-9\s\-'.]+", v):  # Latin script: whole words only
-        return re.search(rf"(?<!\w){re.escape(v)}(?!\w)", r) is not None
-    return v in r
-
-
 def _find_value(text: str, value: str) -> int:
-    """Where ``value`` occurs in ``text`` (whole words in Latin script, as :func:`states_value`), else -1."""
-    if re.fullmatch(r"[a-z0-9\s\-'.]+", value):
+    """Where ``value`` first occurs in ``text`` (both normalised): as a whole word in Latin script,
+    as a substring in Chinese; -1 if it does not (or ``value`` is empty)."""
+    if not value:
+        return -1
+    if re.fullmatch(r"[a-z0-9\s\-'.]+", value):  # Latin script: whole words only
         m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text)
         return m.start() if m else -1
     return text.find(value)
+
+
+def states_value(response: str, value: str) -> bool:
+    """Does the response state ``value`` (as a whole word in English, as a substring in Chinese)?"""
+    return _find_value(_norm(response), _norm(value)) >= 0
 
 
 def _correct(fact, response: str, world: FactWorld) -> bool:
@@ -81,6 +79,10 @@ def _correct(fact, response: str, world: FactWorld) -> bool:
     if wrong:
         others.add(wrong)
     return not any(states_value(response, o) for o in others if not states_value(fact.truth, o))
+
+
+#: what a user says when something is wrong but not what (no hint for OPD; RuleJudge votes -1)
+_VAGUE_REPLIES = {"zh": ("不太对吧。", "好像不对。"), "en": ("Hmm, that doesn't look right.", "I don't think so.")}
 
 
 class CorrectingUser:
@@ -105,8 +107,7 @@ class CorrectingUser:
             return Feedback(rng.choice(["谢谢！", "对，谢谢。", "好的，明白了。"] if zh else
                                        ["Thanks!", "Right, thank you.", "Got it, thanks."]), 1.0, "thanks")
         if rng.random() < self.p_vague:
-            return Feedback(rng.choice(["不太对吧。", "好像不对。"] if zh else
-                                       ["Hmm, that doesn't look right.", "I don't think so."]), 0.0, "vague")
+            return Feedback(rng.choice(_VAGUE_REPLIES[fact.lang]), 0.0, "vague")
         if zh:
             text = rng.choice(["不对，{a}", "错了，{a}", "你说的不对，{a}"]).format(a=fact.answer())
             if rng.random() < self.p_noise:
@@ -148,8 +149,7 @@ class _StyleUser:
         if score == 1.0:
             return Feedback("很好，就是这样！" if zh else "Great, exactly like that!", 1.0, "thanks", checks)
         if self.p_vague and self.rng.random() < self.p_vague:
-            return Feedback(self.rng.choice(["不太对吧。", "好像不对。"] if zh else
-                                            ["Hmm, that doesn't look right.", "I don't think so."]), score, "vague", checks)
+            return Feedback(self.rng.choice(_VAGUE_REPLIES[fact.lang]), score, "vague", checks)
         parts = []
         if not correct:
             parts.append(("不对，" if zh else "No, ") + (fact.answer() if zh else fact.answer()[0].lower() + fact.answer()[1:]))
@@ -243,7 +243,7 @@ class FactEnv:
         return tasks
 
     def _pair_task(self) -> Task:
-        mis = [c for c in self.world.known if c.zh in self.world.misconceptions]
+        mis = self.world.misconception_countries
         clean = [c for c in self.world.known if c.zh not in self.world.misconceptions]
         lang = self.rng.choice(self.langs)
         while True:

@@ -279,6 +279,8 @@ class FactWorld:
         self.known += invented[:cfg.n_invented_known]
         self.heldout: List[Country] = invented[cfg.n_invented_known:]
         self.misconceptions = {c.zh: MISCONCEPTIONS[c.zh] for c in self.known if c.zh in MISCONCEPTIONS}
+        #: the known countries with a planted misconception, in world order
+        self.misconception_countries: List[Country] = [c for c in self.known if c.zh in self.misconceptions]
 
     # -- names --------------------------------------------------------------------------------
     def _new_name(self, rng, make) -> str:
@@ -410,7 +412,7 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
     if u < cfg.p_plain + cfg.p_known_hint + cfg.p_fresh_hint:
         fresh = u >= cfg.p_plain + cfg.p_known_hint
         if not fresh and world.misconceptions and rng.random() < cfg.p_hint_on_misconception:
-            fact = Fact(rng.choice([c for c in world.known if c.zh in world.misconceptions]), "capital", lang)
+            fact = Fact(rng.choice(world.misconception_countries), "capital", lang)
         else:
             country = world.fresh_country(rng) if fresh else rng.choice(world.known)
             fact = Fact(country, rng.choice(tuple(RELATIONS)), lang)
