@@ -6,20 +6,20 @@ import csv
 import json
 import time
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .ppo import STRATEGIES, PPOConfig, train
 
-__all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "QUICK", "FULL",
-           "SETTINGS", "Setting"]
+__all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
+           "ordering_report", "QUICK", "FULL", "TABLE3", "GRIDS", "SETTINGS", "Setting"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
 
 class Setting(NamedTuple):
-    """One row group of the ablation: who asks what, and which strategies run there."""
+    """One row group of the ablation: who asks what, which strategies run there, and how."""
 
     user: str
     questions: str = "single"
@@ -27,6 +27,8 @@ class Setting(NamedTuple):
     strategies: Optional[Tuple[str, ...]] = None
     """None: all of STRATEGIES"""
     p_vague: Optional[float] = None
+    config: Tuple[Tuple[str, Any], ...] = ()
+    """further PPOConfig fields, as (name, value) pairs"""
 
     def runs(self, strategy: str) -> bool:
         return self.strategies is None or strategy in self.strategies
@@ -36,18 +38,27 @@ class Setting(NamedTuple):
 #: capitals per question, both planted misconceptions, so an answer often has one right and one wrong
 #: part, and a sentence-level reward punishes the right part with the wrong one. "teacher-vague": half
 #: of the teacher's complaints say nothing specific (-1 for Binary RL, no hint for OPD), as the
-#: paper's users, whose hints are sparse.
+#: paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term on satisfied
+#: (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
 SETTINGS = {
     "correcting": Setting("correcting"),
     "teacher": Setting("teacher"),
     "student": Setting("student"),
     "correcting-pair": Setting("correcting", "pair", 1.0, ("sentence", "binary", "continuous")),
     "teacher-vague": Setting("teacher", p_vague=0.5, strategies=("binary_rl", "opd", "combined", "opd_kl")),
+    "teacher-rl-pos": Setting("teacher", strategies=("combined",), config=(("w_rl_negative", 0.0),)),
+    "teacher-vague-rl-pos": Setting("teacher", p_vague=0.5, strategies=("combined",), config=(("w_rl_negative", 0.0),)),
 }
 
 QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
 FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "student", "correcting-pair"),
             batch_size=16, eval_every=2)
+#: the paper's Table 3 with enough seeds to read an ordering: the four OpenClaw-RL strategies on the
+#: teacher user, with a hint in every complaint and with half of the complaints vague (sparse hints),
+#: and Combined without its -1 broadcast in both
+TABLE3 = dict(steps=16, seeds=tuple(range(10)), users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos"),
+              batch_size=16, eval_every=2, strategies=("binary_rl", "opd", "combined", "opd_kl"))
+GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3}
 
 
 def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
@@ -59,16 +70,20 @@ def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
 
 
 def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
-              quick: bool = True, lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
-    """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``,
-    ``curves.json`` and ``curves_<setting>.png`` into ``out_dir``. Returns the rows.
+              grid: str = "quick", lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
+    """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``
+    (the table, then paired comparisons per setting), ``curves.json`` and ``curves_<setting>.png``
+    into ``out_dir``. Returns the rows.
 
-    strategies: default all of STRATEGIES (each setting runs those it allows);
+    grid: a name in :data:`GRIDS` ("quick", "full", "table3"), the defaults for everything below;
+    strategies: default the grid's, else all of STRATEGIES (each setting runs those it allows);
     users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
     ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair"."""
     from tqdm.auto import tqdm
 
-    grid = dict(QUICK if quick else FULL)
+    if grid not in GRIDS:
+        raise ValueError(f"grid must be one of {sorted(GRIDS)}, got {grid!r}")
+    grid = dict(GRIDS[grid])
     users = tuple(users or grid["users"])
     unknown = [u for u in users if u not in SETTINGS]
     if unknown:
@@ -78,13 +93,17 @@ def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, use
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows, curves = [], {}
-    strategies = tuple(strategies or STRATEGIES)
+    strategies = tuple(strategies or grid.get("strategies") or STRATEGIES)
+    bad = [x for x in strategies if x not in STRATEGIES]
+    if bad:
+        raise ValueError(f"unknown strategy(ies) {bad}: choose from {STRATEGIES}")
     per_setting = {u: [s for s in strategies if SETTINGS[u].runs(s)] for u in users}
     jobs = [(u, s, k) for u in users for s in per_setting[u] for k in seeds]
     for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
         st = SETTINGS[user]
         cfg = PPOConfig(strategy=strategy, user=st.user, questions=st.questions, misconception_share=st.misconception_share,
-                        p_vague=st.p_vague, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"], eval_every=grid["eval_every"], progress=False)
+                        p_vague=st.p_vague, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
+                        eval_every=grid["eval_every"], progress=False, **dict(st.config))
         t0 = time.time()
         hist = train(cfg)
         curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
@@ -103,7 +122,8 @@ def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, use
         w.writeheader()
         w.writerows(rows)
     (out / "curves.json").write_text(json.dumps(curves))
-    (out / "ablation.md").write_text(markdown_table(rows) + "\n")
+    report = ordering_report(rows)
+    (out / "ablation.md").write_text(markdown_table(rows) + "\n" + (f"\n{report}\n" if report else ""))
     for user in users:
         plot_curves(curves, user, per_setting[user], out / f"curves_{user}.png")
     return rows
@@ -144,6 +164,48 @@ def markdown_table(rows: List[Dict]) -> str:
         lines.append(f"| {user} | {strat} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
                      f"{stt} ({v['reached']}/{v['n']}) | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
     return "\n".join(lines)
+
+
+def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optional[Dict]:
+    """Strategy ``a`` minus strategy ``b`` on the same seeds of setting ``user``; ``a`` or ``b`` may
+    also be a (setting, strategy) pair, to compare across settings that ask the same questions.
+
+    Seeds pair the runs (same prompts, same eval set, same initial weights), so the per-seed
+    difference d_k = a_k - b_k removes the seed-to-seed spread both share. Returns None when the two
+    have no seed in common, else {"n", "mean" (mean of d), "se" (std(d, ddof=1) / sqrt(n); 0 for n = 1),
+    "wins", "ties", "losses" (seeds with d > 0, d == 0, d < 0)}.
+    """
+    a, b = [(user, x) if isinstance(x, str) else tuple(x) for x in (a, b)]
+    va = {r["seed"]: float(r[key]) for r in rows if (r["user"], r["strategy"]) == a}
+    vb = {r["seed"]: float(r[key]) for r in rows if (r["user"], r["strategy"]) == b}
+    common = sorted(set(va) & set(vb))
+    if not common:
+        return None
+    d = np.array([va[k] - vb[k] for k in common])
+    se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
+    return {"n": len(d), "mean": float(d.mean()), "se": se, "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
+            "losses": int((d < 0).sum())}
+
+
+#: the paper's Table 3 ordering, as pairs (better or equal, worse)
+ORDERING = (("combined", "opd"), ("opd", "binary_rl"))
+
+
+def ordering_report(rows: List[Dict], pairs=ORDERING, key: str = "final_score") -> str:
+    """Markdown lines: for each setting and each pair (a, b) both ran, the paired difference of the
+    final score with its standard error and the per-seed wins/ties/losses. "" when no pair ran."""
+    lines = []
+    for user in sorted({r["user"] for r in rows}):
+        for a, b in pairs:
+            p = paired(rows, user, a, b, key)
+            if p is None:
+                continue
+            lines.append(f"| {user} | {a} - {b} | {p['mean']:+.3f} +- {p['se']:.3f} | "
+                         f"{p['wins']} / {p['ties']} / {p['losses']} |")
+    if not lines:
+        return ""
+    return "\n".join(["| setting | paired difference | final score, mean +- s.e. | seeds better / tied / worse |",
+                      "|---|---|---|---|"] + lines)
 
 
 def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, ax=None):

@@ -7,7 +7,7 @@
     claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
     claw train --strategy S --user U --steps N --seed K --out DIR [--questions pair]   PPO on the fact world
-    claw reproduce [--full] [--users ...] [--strategies ...]   the ablation grid -> results/ablation.csv, .md, curves
+    claw reproduce [--grid quick|full|table3] [--users ...] [--strategies ...]   the ablation grid -> results/ablation.csv, .md, curves
 """
 from __future__ import annotations
 
@@ -213,8 +213,8 @@ def _cmd_train(a) -> int:
 
     cfg = PPOConfig(strategy=a.strategy, user=a.user, steps=a.steps, seed=a.seed, lr=a.lr, device=a.device,
                     model=a.model, batch_size=a.batch_size, save_every=a.save_every, advantage=a.advantage,
-                    kl_coef=a.kl_coef, questions=a.questions,
-                    misconception_share=a.misconception_share)
+                    kl_coef=a.kl_coef, questions=a.questions, misconception_share=a.misconception_share,
+                    p_vague=a.p_vague, w_rl_negative=a.w_rl_negative)
     hist = train(cfg, a.out)
     scores = [h["eval/score"] for h in hist if "eval/score" in h]
     print(f"{a.strategy} / {a.user} / seed {a.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f}"
@@ -223,10 +223,15 @@ def _cmd_train(a) -> int:
 
 
 def _cmd_reproduce(a) -> int:
-    from .ablation import markdown_table, reproduce
+    from .ablation import markdown_table, ordering_report, reproduce
 
-    rows = reproduce(a.out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps, quick=not a.full)
+    rows = reproduce(a.out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps,
+                     grid="full" if a.full else a.grid)
     print(markdown_table(rows))
+    report = ordering_report(rows)
+    if report:
+        print()
+        print(report)
     print(f"wrote {a.out}/ablation.csv, ablation.md, curves_*.png")
     return 0
 
@@ -290,6 +295,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=_cmd_opd)
+    from .ablation import GRIDS, SETTINGS
     from .ppo import STRATEGIES as PPO_STRATEGIES
 
     p = sub.add_parser("train", help="PPO on the fact world with a simulated user")
@@ -299,6 +305,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="pair: two capitals per question (correcting user; the token vs sentence A/B)")
     p.add_argument("--misconception-share", type=float, default=0.5,
                    help="share of questions (of countries, with --questions pair) that are planted misconceptions")
+    p.add_argument("--p-vague", type=float, default=None,
+                   help="share of the user's complaints without a hint (default: the user's own)")
+    p.add_argument("--w-rl-negative", type=float, default=None,
+                   help="combined: weight of the -1 broadcast (default: w_rl = 1; 0: +1 turns only)")
     p.add_argument("--steps", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=3e-4)
@@ -312,9 +322,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=_cmd_train)
     p = sub.add_parser("reproduce", help="the ablation grid (strategies x users x seeds), table and curves")
     p.add_argument("--out", default="results")
-    p.add_argument("--full", action="store_true", help="the larger grid (48 steps, 5 seeds, 4 settings)")
-    p.add_argument("--users", nargs="+", default=None,
-                   help="settings: correcting, teacher, student, correcting-pair, teacher-vague (default: the grid's)")
+    p.add_argument("--grid", default="quick", choices=list(GRIDS),
+                   help="quick: 3 settings x 8 strategies x 3 seeds x 16 steps (~9 min); full: 48 steps, 5 seeds, "
+                        "4 settings; table3: the paper's 4 strategies on the teacher, hints dense and sparse, "
+                        "10 seeds (~15 min)")
+    p.add_argument("--full", action="store_true", help="same as --grid full")
+    p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
+                   help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")
     p.add_argument("--strategies", nargs="+", default=None, choices=PPO_STRATEGIES, help="default: all")
     p.add_argument("--seeds", nargs="+", type=int, default=None)
     p.add_argument("--steps", type=int, default=None)

@@ -75,6 +75,10 @@ class OPDConfig:
     """weight of the Binary RL score in the combined advantage"""
     w_opd: float = 1.0
     """weight of the OPD term in the combined advantage"""
+    w_rl_negative: Optional[float] = None
+    """weight of the Binary RL score on turns judged -1 (None: w_rl, as OpenClaw-RL). 0 keeps the +1
+    broadcast on satisfied turns only: a -1 broadcast also pushes down the good tokens of a half-right
+    answer (notebook 09); a -1 turn without a hint then gives no sample"""
     m: int = 1
     """judge votes per turn (an LLM judge samples m times; the rule judge is deterministic)"""
     min_hint_chars: int = 10
@@ -167,7 +171,8 @@ def binary_rl_advantages(score: int, n_tokens: int):
 
 def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarray], old_logprobs: np.ndarray,
                         cfg: Optional[OPDConfig] = None):
-    """``A_t = w_rl * r + w_opd * A_opd`` with the dispatch of :func:`dispatch`.
+    """``A_t = w_rl * r + w_opd * A_opd`` with the dispatch of :func:`dispatch` (``w_rl_negative`` in
+    place of ``w_rl`` when r = -1, if set).
 
     Returns (advantages (n,), mask (n,) bool); mask all False when the turn gives no sample.
     """
@@ -176,9 +181,12 @@ def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarra
     kind = signal.kind
     if kind == "none":
         return np.zeros(n), np.zeros(n, dtype=bool)
+    w_rl = cfg.w_rl if signal.score > 0 or cfg.w_rl_negative is None else cfg.w_rl_negative
+    if kind == "rl" and w_rl == 0:
+        return np.zeros(n), np.zeros(n, dtype=bool)
     a = np.zeros(n)
     if kind in ("both", "rl"):
-        a += cfg.w_rl * float(signal.score)
+        a += w_rl * float(signal.score)
     if kind in ("both", "opd"):
         if teacher_logprobs is None:
             raise ValueError("this turn has a hint: pass the teacher log-probs")

@@ -108,6 +108,8 @@ class PPOConfig:
     """clip of the OPD advantage (later upstream code: 2)"""
     w_rl: float = 1.0
     w_opd: float = 1.0
+    w_rl_negative: Optional[float] = None
+    """combined: weight of the -1 broadcast (None: w_rl; 0: Binary RL term on satisfied turns only)"""
     teacher: str = "frozen"
     """"frozen" (the reference copy) or "live" (the policy without gradient)"""
     relations: tuple = ("capital",)
@@ -211,7 +213,7 @@ def _signals(cfg, strategy, tasks, gens, fbs, teacher, tok, encoder, judge_lm):
     from .rewards import RewardConfig, policy_token_rewards, token_rewards
 
     advs, masks, hints = [], [], []
-    ocfg = OPDConfig(clip=cfg.opd_clip, w_rl=cfg.w_rl, w_opd=cfg.w_opd)
+    ocfg = OPDConfig(clip=cfg.opd_clip, w_rl=cfg.w_rl, w_opd=cfg.w_opd, w_rl_negative=cfg.w_rl_negative)
     for t, g, fb in zip(tasks, gens, fbs):
         text = _response_text(tok, g.ids)
         n = len(g.ids)

@@ -100,6 +100,22 @@ def test_dispatch_table():
     assert not m.any()
 
 
+def test_combined_weight_of_the_negative_broadcast():
+    lp_old, lp_t = np.array([-0.1, -0.2, -3.0]), np.array([-0.1, -0.1, -9.0])
+    half = OPDConfig(w_rl=2.0, w_rl_negative=0.5)
+    a, m = combined_advantages(TurnSignal(-1, "a hint longer"), lp_t, lp_old, half)
+    assert np.allclose(a, -0.5 + (lp_t - lp_old)) and m.all()
+    a, _ = combined_advantages(TurnSignal(1, "a hint longer"), lp_t, lp_old, half)   # +1 keeps w_rl
+    assert np.allclose(a, 2.0 + (lp_t - lp_old))
+    pos_only = OPDConfig(w_rl_negative=0.0)
+    a, m = combined_advantages(TurnSignal(-1, "a hint longer"), lp_t, lp_old, pos_only)  # = OPD alone
+    assert np.allclose(a, opd_advantages(lp_t, lp_old)) and m.all()
+    a, m = combined_advantages(TurnSignal(-1, None), None, lp_old, pos_only)  # nothing left: no sample
+    assert not m.any()
+    a, m = combined_advantages(TurnSignal(1, None), None, lp_old, pos_only)
+    assert np.allclose(a, 1.0) and m.all()
+
+
 def test_opd_advantage_options():
     t, o = np.array([-1.0, -10.0, 0.0]), np.array([-1.0, -0.5, -4.0])
     assert np.allclose(opd_advantages(t, o), [0, -9.5, 4])
