@@ -13,7 +13,7 @@ import numpy as np
 from .ppo import STRATEGIES, PPOConfig, train
 
 __all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
-           "ordering_report", "QUICK", "FULL", "TABLE3", "GRIDS", "SETTINGS", "Setting"]
+           "ordering_report", "load_results", "QUICK", "FULL", "TABLE3", "GRIDS", "SETTINGS", "Setting"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
@@ -127,6 +127,24 @@ def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, use
     for user in users:
         plot_curves(curves, user, per_setting[user], out / f"curves_{user}.png")
     return rows
+
+
+def load_results(folder) -> Tuple[List[Dict], Dict]:
+    """Read what :func:`reproduce` wrote: (rows of ``ablation.csv`` with numbers parsed, curves)."""
+    folder = Path(folder)
+    if not (folder / "ablation.csv").exists():
+        raise FileNotFoundError(f"no ablation.csv in {folder}: run `claw reproduce --out {folder}` first")
+    with open(folder / "ablation.csv") as f:
+        rows = [dict(r) for r in csv.DictReader(f)]
+    for r in rows:
+        for k in ("seed", "steps", "rollout_tokens"):
+            r[k] = int(r[k])
+        for k in ("base_score", "score_at_8", "final_score", "best_score", "target", "wall_s", "rollout_s", "score_s",
+                  "update_s"):
+            r[k] = float(r[k])
+        r["steps_to_target"] = int(r["steps_to_target"]) if r["steps_to_target"] not in ("", "None") else None
+    curves = {k: [tuple(p) for p in v] for k, v in json.loads((folder / "curves.json").read_text()).items()}
+    return rows, curves
 
 
 def _nanmean(xs) -> float:

@@ -325,7 +325,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--grid", default="quick", choices=list(GRIDS),
                    help="quick: 3 settings x 8 strategies x 3 seeds x 16 steps (~9 min); full: 48 steps, 5 seeds, "
                         "4 settings; table3: the paper's 4 strategies on the teacher, hints dense and sparse, "
-                        "10 seeds (~15 min)")
+                        "10 seeds (~16 min)")
     p.add_argument("--full", action="store_true", help="same as --grid full")
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")

@@ -172,3 +172,7 @@ def test_reproduce_passes_each_settings_config(tmp_path, monkeypatch):
     p = ab.paired(rows, "teacher-rl-pos", "combined", ("teacher-vague", "opd"))
     assert p["n"] == 2 and p["mean"] == pytest.approx(0.0) and p["ties"] == 2
     assert "| teacher-vague | combined - opd | +0.000 +- 0.000 | 0 / 2 / 0 |" in (tmp_path / "ablation.md").read_text()
+    back, curves = ab.load_results(tmp_path)
+    assert json.dumps(back) == json.dumps(rows) and curves["teacher-vague/opd/1"] == [(0, 0.1), (1, 0.6)]
+    with pytest.raises(FileNotFoundError, match="claw reproduce"):
+        ab.load_results(tmp_path / "nothing")
