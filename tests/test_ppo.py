@@ -176,3 +176,49 @@ def test_reproduce_passes_each_settings_config(tmp_path, monkeypatch):
     assert json.dumps(back) == json.dumps(rows) and curves["teacher-vague/opd/1"] == [(0, 0.1), (1, 0.6)]
     with pytest.raises(FileNotFoundError, match="claw reproduce"):
         ab.load_results(tmp_path / "nothing")
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def chat_lm_dir(tmp_path_factory):
+    """A random Qwen2-architecture model with a ChatML template, saved as a Hugging Face folder: the
+    shape of a user's instruct checkpoint (e.g. Qwen2.5-0.5B-Instruct), small enough for a CPU test."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from claw_lib.pretrain import train_tokenizer
+    from claw_lib.world import FactWorld, sample_corpus
+
+    d = tmp_path_factory.mktemp("random-qwen2-chat")
+    tok = train_tokenizer([e.prompt + e.response for e in sample_corpus(FactWorld(), 500)], 400)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tok.chat_template = CHATML
+    torch.manual_seed(0)
+    m = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                     num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
+                                     eos_token_id=tok.eos_token_id, tie_word_embeddings=True))
+    m.save_pretrained(d)
+    tok.save_pretrained(d)
+    return str(d)
+
+
+@pytest.mark.parametrize("strategy", ["combined", "binary", "opd_kl"])
+def test_smoke_a_hugging_face_folder_with_a_chat_template(strategy, chat_lm_dir, tmp_path):
+    """Smoke test: the PPO loop on a model given by path, as a GPU user would pass a model name."""
+    from claw_lib.lm import load_causal_lm
+    from claw_lib.opd import teacher_prompt
+    from claw_lib.users import FactEnv
+
+    _, tok = load_causal_lm(chat_lm_dir)
+    task = FactEnv(user="teacher", tokenizer=tok).sample(1)[0]
+    assert task.prompt.startswith("<|im_start|>user\n") and task.prompt.endswith("<|im_start|>assistant\n")
+    tp = teacher_prompt(task.fact.question(), "Say Keep it up!", task.fact.lang, tokenizer=tok)
+    assert "[user's hint / instruction]\nSay Keep it up!<|im_end|>" in tp
+    cfg = PPOConfig(strategy=strategy, user="teacher", model=chat_lm_dir, steps=2, batch_size=4, eval_prompts=4,
+                    max_new_tokens=8, progress=False)
+    hist = train(cfg, tmp_path)
+    assert [h["step"] for h in hist] == [0, 1, 2]
+    assert all(np.isfinite(v) for h in hist for v in h.values() if isinstance(v, float))
+    assert json.loads((tmp_path / "config.json").read_text())["model"] == chat_lm_dir
