@@ -13,7 +13,7 @@ import numpy as np
 from .ppo import STRATEGIES, PPOConfig, train
 
 __all__ = ["reproduce", "PAPER", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
-           "ordering_report", "load_results", "QUICK", "FULL", "TABLE3", "GRIDS", "SETTINGS", "Setting"]
+           "ordering_report", "load_results", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "GRIDS", "SETTINGS", "Setting"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
@@ -36,18 +36,22 @@ class Setting(NamedTuple):
 
 #: ablation settings by name. "correcting-pair" is the seed's token-level vs sentence-level A/B: two
 #: capitals per question, both planted misconceptions, so an answer often has one right and one wrong
-#: part, and a sentence-level reward punishes the right part with the wrong one. "teacher-vague": half
-#: of the teacher's complaints say nothing specific (-1 for Binary RL, no hint for OPD), as the
-#: paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term on satisfied
-#: (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
+#: part, and a sentence-level reward punishes the right part with the wrong one. "teacher-vague" and
+#: "student-vague": half of the user's complaints say nothing specific (-1 for Binary RL, no hint for
+#: OPD), as the paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term
+#: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
+#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL.
 SETTINGS = {
     "correcting": Setting("correcting"),
     "teacher": Setting("teacher"),
     "student": Setting("student"),
     "correcting-pair": Setting("correcting", "pair", 1.0, ("sentence", "binary", "continuous")),
     "teacher-vague": Setting("teacher", p_vague=0.5, strategies=("binary_rl", "opd", "combined", "opd_kl")),
+    "student-vague": Setting("student", p_vague=0.5, strategies=("binary_rl", "opd", "combined", "opd_kl")),
     "teacher-rl-pos": Setting("teacher", strategies=("combined",), config=(("w_rl_negative", 0.0),)),
     "teacher-vague-rl-pos": Setting("teacher", p_vague=0.5, strategies=("combined",), config=(("w_rl_negative", 0.0),)),
+    "teacher-topk": Setting("teacher", strategies=("opd_kl",), config=(("distill", "topk_reverse_kl"),)),
+    "teacher-vague-topk": Setting("teacher", p_vague=0.5, strategies=("opd_kl",), config=(("distill", "topk_reverse_kl"),)),
 }
 
 QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
@@ -56,9 +60,12 @@ FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "st
 #: the paper's Table 3 with enough seeds to read an ordering: the four OpenClaw-RL strategies on the
 #: teacher user, with a hint in every complaint and with half of the complaints vague (sparse hints),
 #: and Combined without its -1 broadcast in both
-TABLE3 = dict(steps=16, seeds=tuple(range(10)), users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos"),
+TABLE3 = dict(steps=16, seeds=tuple(range(10)),
+              users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos"),
               batch_size=16, eval_every=2, strategies=("binary_rl", "opd", "combined", "opd_kl"))
-GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3}
+#: the same on the student user, and OPD distilled with top-K reverse KL on the teacher
+TABLE3_EXTRA = dict(TABLE3, users=("student", "student-vague", "teacher-topk", "teacher-vague-topk"))
+GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA}
 
 
 def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:

@@ -7,7 +7,7 @@
     claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
     claw train --strategy S --user U --steps N --seed K --out DIR [--questions pair]   PPO on the fact world
-    claw reproduce [--grid quick|full|table3] [--users ...] [--strategies ...]   the ablation grid -> results/ablation.csv, .md, curves
+    claw reproduce [--grid quick|full|table3|table3-extra] [--users ...] [--strategies ...]   the ablation grid -> results/ablation.csv, .md, curves
 """
 from __future__ import annotations
 
@@ -325,7 +325,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--grid", default="quick", choices=list(GRIDS),
                    help="quick: 3 settings x 8 strategies x 3 seeds x 16 steps (~9 min); full: 48 steps, 5 seeds, "
                         "4 settings; table3: the paper's 4 strategies on the teacher, hints dense and sparse, "
-                        "10 seeds (~16 min)")
+                        "10 seeds (~16 min); table3-extra: the same on the student, and OPD distilled with "
+                        "top-K reverse KL (~16 min)")
     p.add_argument("--full", action="store_true", help="same as --grid full")
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")

@@ -8,8 +8,8 @@ One step, numbered as in cleanrl:
 3. **signal**    a strategy turns (response, next state) into per-token advantages and a mask:
                  ``sentence``, ``binary``, ``continuous``, ``perplexity`` (token rewards of
                  :mod:`claw_lib.rewards`), ``binary_rl``, ``opd``, ``combined`` (OpenClaw-RL,
-                 :mod:`claw_lib.opd`), or ``opd_kl`` (OPD as distillation: forward KL to the hinted
-                 teacher on the student's own prefixes);
+                 :mod:`claw_lib.opd`), or ``opd_kl`` (OPD as distillation to the hinted teacher on the
+                 student's own prefixes: forward KL, or top-K reverse KL with ``distill``);
 4. **advantages** "direct" (the per-token signal is the advantage: OpenClaw's no-baseline
                  broadcast), "grpo" (sequence reward minus the group mean), or "gae" (a value head,
                  GAE(gamma, lambda), whitened);
@@ -110,6 +110,10 @@ class PPOConfig:
     w_opd: float = 1.0
     w_rl_negative: Optional[float] = None
     """combined: weight of the -1 broadcast (None: w_rl; 0: Binary RL term on satisfied turns only)"""
+    distill: str = "forward_kl"
+    """opd_kl: "forward_kl" (KL(teacher || student) over the vocabulary) or "topk_reverse_kl"
+    (KL(student || teacher) over the teacher's top ``distill_topk`` ids plus a tail bin)"""
+    distill_topk: int = 16
     teacher: str = "frozen"
     """"frozen" (the reference copy) or "live" (the policy without gradient)"""
     relations: tuple = ("capital",)
@@ -257,11 +261,13 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
     from tqdm.auto import tqdm
 
     from .lm import load_causal_lm
-    from .opd import frozen_teacher, generalized_jsd, teacher_prompt
+    from .opd import frozen_teacher, generalized_jsd, teacher_prompt, topk_reverse_kl
     from .users import FactEnv
 
     if cfg.strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {cfg.strategy!r}")
+    if cfg.distill not in ("forward_kl", "topk_reverse_kl"):
+        raise ValueError(f"distill must be 'forward_kl' or 'topk_reverse_kl', got {cfg.distill!r}")
     torch.set_num_threads(cfg.threads)
     dev = resolve_device(cfg.device)
     model, tok = load_causal_lm(cfg.model, device=dev)
@@ -385,8 +391,11 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
                         with torch.no_grad():
                             t_logits = gather_positions(teacher(input_ids=tb.input_ids,
                                                                 attention_mask=tb.attention_mask).logits, tb.logit_index)
-                        fkl = generalized_jsd(logits, t_logits, beta=0.0)          # forward KL(T || S) per position
-                        loss = masked_mean(fkl, m_sub)
+                        if cfg.distill == "forward_kl":
+                            div = generalized_jsd(logits, t_logits, beta=0.0)      # KL(T || S) per position
+                        else:
+                            div = topk_reverse_kl(logits, t_logits, cfg.distill_topk)  # KL(S || T), top-K + tail
+                        loss = masked_mean(div, m_sub)
                         clipfrac = torch.tensor(0.0)
                     else:
                         loss, clipfrac = clipped_surrogate(lp, old_lp[mb_t], A[mb_t], m_sub, cfg.eps, cfg.eps_high)

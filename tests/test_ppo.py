@@ -72,6 +72,18 @@ def test_smoke_two_steps_every_strategy(strategy, tmp_path):
     assert (tmp_path / "metrics.csv").exists() and len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
 
 
+@pytest.mark.parametrize("distill", ["forward_kl", "topk_reverse_kl"])
+def test_distillation_losses_are_divergences(distill):
+    """opd_kl with either divergence: a KL (forward, or reverse over the teacher's top-K plus a tail
+    bin) is >= 0, so the logged loss is too; an unknown name is refused before any work."""
+    hist = train(PPOConfig(strategy="opd_kl", user="teacher", distill=distill, distill_topk=4, steps=2, batch_size=6,
+                           eval_prompts=4, progress=False))
+    losses = [h["policy/loss"] for h in hist[1:]]
+    assert all(np.isfinite(x) and x >= 0 for x in losses) and any(x > 0 for x in losses)
+    with pytest.raises(ValueError, match="distill must be"):
+        train(PPOConfig(strategy="opd_kl", distill="reverse", steps=1, progress=False))
+
+
 @pytest.mark.parametrize("strategy", ["sentence", "binary"])
 def test_smoke_two_part_questions(strategy):
     hist = train(PPOConfig(strategy=strategy, questions="pair", misconception_share=1.0, steps=1, batch_size=4,
