@@ -39,7 +39,7 @@ from .shaping import masked_mean, masked_whiten
 from .utils import resolve_device
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "gae", "gae_loop", "clipped_surrogate", "kl_estimate",
-           "train", "evaluate_policy", "ValueHead"]
+           "hinted_teacher_score", "train", "evaluate_policy", "ValueHead"]
 
 STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
 
@@ -200,6 +200,30 @@ class ValueHead(torch.nn.Module):
 # --------------------------------------------------------------------------- the loop
 def _response_text(tok, ids: List[int]) -> str:
     return tok.decode([t for t in ids if t != tok.eos_token_id], skip_special_tokens=True).strip()
+
+
+def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:
+    """How good OPD's teacher is for ``env``'s user: the user's mean score of the model's greedy
+    answers to ``n`` sampled questions ("base"), and of its greedy answers with each resulting hint
+    in the teacher context ("teacher", over the ``n_hinted`` turns whose reply held a hint).
+
+    OPD and distillation pull the student towards this teacher, so "teacher" bounds what they can
+    reach (notebook 09). The user's RNG is restored afterwards.
+    """
+    from .opd import judge_turn, teacher_prompt
+
+    state = env.user.rng.getstate()
+    tasks = env.sample(n)
+    gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=40, greedy=True)
+    fbs = [env.step(t, g.text.strip()) for t, g in zip(tasks, gens)]
+    hinted = [(t, sig.hint) for t, g, fb in zip(tasks, gens, fbs)
+              if (sig := judge_turn(g.text.strip(), fb.next_state)).hint]
+    t_gens = generate(model, tok, [teacher_prompt(t.fact.question(), h, t.fact.lang, tokenizer=env.tokenizer)
+                                   for t, h in hinted], max_new_tokens=40, greedy=True) if hinted else []
+    t_scores = [env.step(t, g.text.strip()).score for (t, _), g in zip(hinted, t_gens)]
+    env.user.rng.setstate(state)
+    return {"n": n, "base": float(np.mean([f.score for f in fbs])), "n_hinted": len(hinted),
+            "teacher": float(np.mean(t_scores)) if t_scores else float("nan")}
 
 
 def evaluate_policy(model, tok, env, tasks) -> float:
