@@ -202,37 +202,39 @@ def _response_text(tok, ids: List[int]) -> str:
     return tok.decode([t for t in ids if t != tok.eos_token_id], skip_special_tokens=True).strip()
 
 
+def _greedy_feedback(model, tok, env, tasks):
+    """Greedy answers (up to 40 new tokens) to ``tasks`` and the user's feedback on each; the
+    user's RNG is left as it was."""
+    gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=40, greedy=True) if tasks else []
+    state = env.user.rng.getstate()
+    fbs = [env.step(t, g.text.strip()) for t, g in zip(tasks, gens)]
+    env.user.rng.setstate(state)
+    return gens, fbs
+
+
 def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:
     """How good OPD's teacher is for ``env``'s user: the user's mean score of the model's greedy
     answers to ``n`` sampled questions ("base"), and of its greedy answers with each resulting hint
     in the teacher context ("teacher", over the ``n_hinted`` turns whose reply held a hint).
 
     OPD and distillation pull the student towards this teacher, so "teacher" bounds what they can
-    reach (notebook 09). The user's RNG is restored afterwards.
+    reach (notebook 09). The user's RNG is left as it was.
     """
     from .opd import judge_turn, teacher_prompt
+    from .users import Task
 
-    state = env.user.rng.getstate()
     tasks = env.sample(n)
-    gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=40, greedy=True)
-    fbs = [env.step(t, g.text.strip()) for t, g in zip(tasks, gens)]
-    hinted = [(t, sig.hint) for t, g, fb in zip(tasks, gens, fbs)
-              if (sig := judge_turn(g.text.strip(), fb.next_state)).hint]
-    t_gens = generate(model, tok, [teacher_prompt(t.fact.question(), h, t.fact.lang, tokenizer=env.tokenizer)
-                                   for t, h in hinted], max_new_tokens=40, greedy=True) if hinted else []
-    t_scores = [env.step(t, g.text.strip()).score for (t, _), g in zip(hinted, t_gens)]
-    env.user.rng.setstate(state)
+    gens, fbs = _greedy_feedback(model, tok, env, tasks)
+    hinted = [Task(t.fact, teacher_prompt(t.fact.question(), sig.hint, t.fact.lang, tokenizer=env.tokenizer))
+              for t, g, fb in zip(tasks, gens, fbs) if (sig := judge_turn(g.text.strip(), fb.next_state)).hint]
+    _, t_fbs = _greedy_feedback(model, tok, env, hinted)
     return {"n": n, "base": float(np.mean([f.score for f in fbs])), "n_hinted": len(hinted),
-            "teacher": float(np.mean(t_scores)) if t_scores else float("nan")}
+            "teacher": float(np.mean([f.score for f in t_fbs])) if t_fbs else float("nan")}
 
 
 def evaluate_policy(model, tok, env, tasks) -> float:
     """Mean user score of greedy answers to ``tasks`` (no state change in the user's RNG)."""
-    gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=40, greedy=True)
-    state = env.user.rng.getstate()
-    s = float(np.mean([env.step(t, g.text.strip()).score for t, g in zip(tasks, gens)]))
-    env.user.rng.setstate(state)
-    return s
+    return float(np.mean([f.score for f in _greedy_feedback(model, tok, env, tasks)[1]]))
 
 
 def _signals(cfg, strategy, tasks, gens, fbs, teacher, tok, encoder, judge_lm):
