@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from claw_lib.align import align, align_reference, align_seed_loop
+from claw_lib.alignment.dp import align, align_reference, align_seed_loop
 
 
 def best_time(fn, c, repeat):

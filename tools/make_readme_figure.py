@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from claw_lib import align_texts  # noqa: E402
-from claw_lib.viz import plot_cost_matrix  # noqa: E402
+from claw_lib.apps.viz import plot_cost_matrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

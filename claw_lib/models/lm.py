@@ -1,0 +1,248 @@
+"""Causal language models: the kit's tiny GPT or any Hugging Face causal LM, per-token log-probs,
+entropy and sampling (notebook 05a; used by the reward, OPD and PPO notebooks).
+
+Log-probs are always computed on **concatenated token ids** ``prompt_ids + response_ids``,
+never by re-tokenising joined text: tokenising "答：" + "巴黎" as one string can merge across the
+boundary and silently shift every response token by one.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from ..ops import entropy_from_logits, gather_positions, selective_log_softmax
+from ..text.tokens import Token
+from ..utils import resolve_device
+from .loading import ModelNotAvailableError, from_pretrained_offline
+
+__all__ = [
+    "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
+    "response_logprobs", "ResponseScores", "generate", "Generation", "max_positions", "ids_logprobs", "pad_token_id",
+]
+
+#: The shipped checkpoint (``claw pretrain`` writes it); ``$CLAW_TINY_LM`` overrides.
+TINY_LM_DIR = Path(os.environ.get("CLAW_TINY_LM", Path(__file__).resolve().parents[2] / "data" / "tiny-gpt"))
+
+
+def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype: Optional[torch.dtype] = None):
+    """Return ``(model, tokenizer)`` for "tiny" (the kit's checkpoint), a local folder or a
+    Hugging Face name available offline. The model is in eval mode on ``device``
+    ("cpu", "cuda" or "auto"); the tokenizer has a pad token (eos if it had none).
+    Raises :class:`~claw_lib.models.loading.ModelNotAvailableError` when the model is not on disk.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    dev = resolve_device(device)
+    path = TINY_LM_DIR if name_or_path == "tiny" else name_or_path
+    if name_or_path == "tiny" and not (Path(path) / "model.safetensors").exists():
+        raise ModelNotAvailableError(
+            f"the tiny GPT checkpoint is missing from {path}; run `claw pretrain` (about 5 minutes on a CPU)")
+    tok = from_pretrained_offline(AutoTokenizer, path)
+    kw = {"dtype": dtype} if dtype is not None else {}
+    model = from_pretrained_offline(AutoModelForCausalLM, path, **kw).to(dev).eval()
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return model, tok
+
+
+# --------------------------------------------------------------------------- batches of token ids
+@dataclass
+class Batch:
+    """Prompt+response sequences, right-padded.
+
+    input_ids:      (B, L) long
+    attention_mask: (B, L) long, 1 = real token
+    response_ids:   (B, T) long, padded with the pad id
+    response_mask:  (B, T) bool, True = a real response token
+    logit_index:    (B, T) long, position in the sequence whose logits predict response token t
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    response_ids: torch.Tensor
+    response_mask: torch.Tensor
+    logit_index: torch.Tensor
+
+    def _fields(self):
+        return (self.input_ids, self.attention_mask, self.response_ids, self.response_mask, self.logit_index)
+
+    def to(self, device) -> "Batch":
+        return Batch(*(t.to(device) for t in self._fields()))
+
+    def select(self, idx) -> "Batch":
+        """The rows ``idx`` (a 1-D index tensor) of every field: a minibatch."""
+        return Batch(*(t[idx] for t in self._fields()))
+
+
+def pack(prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int) -> Batch:
+    """Concatenate ``prompt_ids[b] + response_ids[b]`` and right-pad into a :class:`Batch`.
+
+    Every prompt must have at least one token (the first response token needs a context).
+    """
+    if len(prompt_ids) != len(response_ids):
+        raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
+    B = len(prompt_ids)
+    for b, p in enumerate(prompt_ids):
+        if len(p) == 0:
+            raise ValueError(f"prompt {b} is empty: the first response token needs at least one context token")
+    L = max((len(p) + len(r) for p, r in zip(prompt_ids, response_ids)), default=1)
+    T = max((len(r) for r in response_ids), default=0)
+    ids = torch.full((B, L), pad_id, dtype=torch.long)
+    att = torch.zeros((B, L), dtype=torch.long)
+    rid = torch.full((B, T), pad_id, dtype=torch.long)
+    rmask = torch.zeros((B, T), dtype=torch.bool)
+    lidx = torch.zeros((B, T), dtype=torch.long)
+    for b, (p, r) in enumerate(zip(prompt_ids, response_ids)):
+        n, k = len(p), len(r)
+        ids[b, :n + k] = torch.tensor(list(p) + list(r), dtype=torch.long)
+        att[b, :n + k] = 1
+        if k:
+            rid[b, :k] = torch.tensor(list(r), dtype=torch.long)
+            rmask[b, :k] = True
+            lidx[b, :k] = torch.arange(n - 1, n - 1 + k)
+    return Batch(ids, att, rid, rmask, lidx)
+
+
+def max_positions(model) -> Optional[int]:
+    """The longest sequence the model's position embeddings allow (None if unbounded/unknown)."""
+    cfg = model.config
+    for name in ("n_positions", "max_position_embeddings"):
+        v = getattr(cfg, name, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    return None
+
+
+def _check_length(model, n_tokens: int, what: str) -> None:
+    m = max_positions(model)
+    if m is not None and n_tokens > m:
+        raise ValueError(f"{what} needs {n_tokens} token positions but the model has only {m}; "
+                         "shorten the prompt or use a model with a longer context")
+
+
+def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entropy: bool = False):
+    """Per-token log-probs of the response tokens under ``model`` (gradients flow if enabled).
+
+    Returns logprobs (B, T) float32 (0 where ``response_mask`` is False), and with
+    ``with_entropy`` also the entropy (B, T) of the predictive distribution at those positions.
+    """
+    _check_length(model, batch.input_ids.shape[1], "scoring this prompt + response")
+    dev = next(model.parameters()).device
+    batch = batch.to(dev)
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, L, V)
+    resp_logits = gather_positions(logits, batch.logit_index) / temperature               # (B, T, V)
+    lp = selective_log_softmax(resp_logits.float(), batch.response_ids).masked_fill(~batch.response_mask, 0.0)
+    if with_entropy:
+        ent = entropy_from_logits(resp_logits).masked_fill(~batch.response_mask, 0.0)
+        return lp, ent
+    return lp
+
+
+def encode(tokenizer, text: str) -> List[int]:
+    """Token ids of ``text`` without special tokens (how every prompt and response is tokenised)."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def encode_pair(tokenizer, prompt: str, response: str) -> Tuple[List[int], List[int], List[Token]]:
+    """Token ids of prompt and response, tokenised **separately** (no special tokens), and the
+    character span of each response token in ``response``."""
+    p = encode(tokenizer, prompt)
+    enc = tokenizer(response, add_special_tokens=False, return_offsets_mapping=True)
+    offs = [Token(response[s:e], int(s), int(e)) for s, e in enc["offset_mapping"]]
+    return list(p), list(enc["input_ids"]), offs
+
+
+@dataclass
+class ResponseScores:
+    """Per response: ``tokens`` (character spans in the response text), ``ids`` and ``logprobs``
+    (float arrays of the same length), optionally ``entropy``."""
+
+    tokens: List[List[Token]]
+    ids: List[List[int]]
+    logprobs: List[np.ndarray]
+    entropy: Optional[List[np.ndarray]] = None
+
+
+def pad_token_id(tokenizer) -> int:
+    """The tokenizer's pad id (0 if it has none; padded positions are masked anyway)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+
+@torch.no_grad()
+def ids_logprobs(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int,
+                 batch_size: int = 32, with_entropy: bool = False):
+    """log p(y_t | prompt, y_<t) for token ids, batched: one float array per response (and, with
+    ``with_entropy``, one entropy array per response). Returns (logprobs, entropies or None)."""
+    if len(prompt_ids) != len(response_ids):
+        raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
+    lps, ents = [], []
+    for s in range(0, len(prompt_ids), batch_size):
+        resp = response_ids[s:s + batch_size]
+        out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), with_entropy=with_entropy)
+        lp, ent = out if with_entropy else (out, None)
+        for b, r in enumerate(resp):
+            lps.append(lp[b, :len(r)].float().cpu().numpy())
+            if with_entropy:
+                ents.append(ent[b, :len(r)].float().cpu().numpy())
+    return lps, (ents if with_entropy else None)
+
+
+def response_logprobs(model, tokenizer, prompts: Sequence[str], responses: Sequence[str],
+                      batch_size: int = 32, with_entropy: bool = False) -> ResponseScores:
+    """log p(response token t | prompt, earlier response tokens) for texts, batched."""
+    if len(prompts) != len(responses):
+        raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
+    enc = [encode_pair(tokenizer, p, r) for p, r in zip(prompts, responses)]
+    lps, ents = ids_logprobs(model, [c[0] for c in enc], [c[1] for c in enc], pad_token_id(tokenizer), batch_size,
+                             with_entropy)
+    return ResponseScores([c[2] for c in enc], [c[1] for c in enc], lps, ents)
+
+
+@dataclass
+class Generation:
+    """text: decoded response (no special tokens); ids: response token ids (eos included when
+    generated; these are the policy's actions); finished: ended with eos."""
+
+    text: str
+    ids: List[int]
+    finished: bool
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32, temperature: float = 1.0,
+             greedy: bool = False, seed: Optional[int] = None, batch_size: int = 64) -> List[Generation]:
+    """Sample (or greedy-decode) a response for each prompt with the KV cache.
+
+    Prompts are left-padded for batching; sampling is reproducible with ``seed``.
+    """
+    if seed is not None:
+        torch.manual_seed(seed)
+    dev = next(model.parameters()).device
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos  # left padding: any id works
+    out: List[Generation] = []
+    for s in range(0, len(prompts), batch_size):
+        ids = [encode(tokenizer, p) for p in prompts[s:s + batch_size]]
+        L = max(len(x) for x in ids)
+        _check_length(model, L + max_new_tokens, f"generating {max_new_tokens} tokens after this prompt")
+        inp = torch.tensor([[pad] * (L - len(x)) + x for x in ids], device=dev)
+        att = torch.tensor([[0] * (L - len(x)) + [1] * len(x) for x in ids], device=dev)
+        kw = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
+        seq = model.generate(input_ids=inp, attention_mask=att, max_new_tokens=max_new_tokens,
+                             pad_token_id=pad, eos_token_id=eos, **kw)[:, L:].tolist()
+        for row in seq:
+            if eos in row:
+                row = row[:row.index(eos) + 1]
+                finished = True
+            else:
+                finished = False
+            text = tokenizer.decode([t for t in row if t != eos], skip_special_tokens=True)
+            out.append(Generation(text, row, finished))
+    return out

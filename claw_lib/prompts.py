@@ -1,0 +1,77 @@
+"""Prompts: what the policy (the student) sees, what the hinted teacher sees, and where an answer
+starts (notebooks 05a and 06).
+
+One place for three rules that every stage must apply the same way:
+
+* **the hint marker** -- OpenClaw-RL appends a hint to the last user message as
+  ``"\\n\\n[user's hint / instruction]\\n" + hint`` (:data:`HINT_MARKER`, :func:`append_hint`);
+* **the prompt format** -- with a tokenizer that has a chat template, the user message goes through
+  it; otherwise the kit's plain format ``"问：...\\n答："`` / ``"Q: ...\\nA:"`` (:func:`build_prompt`);
+* **the answer's first character** -- after the plain English prompt ``"A:"`` an answer starts with a
+  space; after a Chinese prompt or a chat template it does not (:func:`response_text`). Scoring an
+  answer without that space gives every log-prob of the first token a different context.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+__all__ = ["HINT_MARKER", "append_hint", "build_prompt", "teacher_prompt", "response_text", "has_chat_template"]
+
+#: OpenClaw-RL appends hints to the last user message as "\n\n[user's hint / instruction]\n" + hint.
+HINT_MARKER = "\n\n[user's hint / instruction]\n"
+
+
+def has_chat_template(tokenizer) -> bool:
+    """True when ``tokenizer`` formats prompts with a chat template (a real instruct model)."""
+    return tokenizer is not None and bool(getattr(tokenizer, "chat_template", None))
+
+
+def append_hint(messages: List[dict], hint: str) -> List[dict]:
+    """A copy of a chat ``messages`` list with the hint appended to the last user message."""
+    out = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m.get("role") == "user":
+            m["content"] = m["content"] + HINT_MARKER + hint
+            return out
+    raise ValueError("no user message to append the hint to")
+
+
+def build_prompt(question: str, lang: str, hint: Optional[str] = None, inline: bool = False,
+                 tokenizer=None) -> str:
+    """The prompt the policy sees (``hint=None``) or the teacher sees (with a hint).
+
+    The hint is appended to the user message with :func:`append_hint`; ``inline=True`` writes it as
+    a natural parenthetical correction instead (a pre-training variant). With a ``tokenizer`` that
+    has a chat template the user message goes through it; otherwise the kit's plain format
+    "问：...\\n答：" / "Q: ...\\nA:".
+    """
+    messages = [{"role": "user", "content": question}]
+    if hint and inline:
+        messages[0]["content"] += f"（用户纠正：{hint}）" if lang == "zh" else f" (User correction: {hint})"
+    elif hint:
+        messages = append_hint(messages, hint)
+    if has_chat_template(tokenizer):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    user = messages[0]["content"]
+    return f"问：{user}\n答：" if lang == "zh" else f"Q: {user}\nA:"
+
+
+def teacher_prompt(question: str, hint: str, lang: str = "zh", tokenizer=None,
+                   messages: Optional[List[dict]] = None) -> str:
+    """The teacher's prompt text: the student's prompt with the hint appended to the last user
+    message. With ``messages`` (a whole conversation) the tokenizer's chat template formats them;
+    otherwise :func:`build_prompt` of the single ``question``."""
+    if messages is not None:
+        if not has_chat_template(tokenizer):
+            raise ValueError("messages need a tokenizer with a chat template")
+        return tokenizer.apply_chat_template(append_hint(messages, hint), tokenize=False, add_generation_prompt=True)
+    return build_prompt(question, lang, hint, tokenizer=tokenizer)
+
+
+def response_text(answer: str, lang: str, tokenizer=None) -> str:
+    """The continuation of :func:`build_prompt` that states ``answer``: in the plain English format
+    it starts with a space (the prompt ends with "A:"); in Chinese, with a chat template, or when
+    the answer already starts with whitespace (or is empty) it is the answer itself."""
+    if lang == "zh" or has_chat_template(tokenizer) or not answer or answer[0].isspace():
+        return answer
+    return " " + answer

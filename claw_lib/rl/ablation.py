@@ -1,0 +1,205 @@
+"""The ablation grid: strategies x settings x seeds, a results table next to the paper's, paired
+comparisons and learning curves with error bands (``claw reproduce``; notebook 09). The settings
+and grids themselves are in :mod:`claw_lib.rl.grids`."""
+from __future__ import annotations
+
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..config import PPOConfig
+from .grids import GRIDS, ORDERING, PAPER, SETTINGS, STRATEGIES
+from .ppo import train
+
+__all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
+           "ordering_report", "load_results"]
+
+def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
+    """First step whose eval score reaches ``target`` (None if never). curve: [(step, score)]."""
+    for s, v in curve:
+        if v >= target:
+            return s
+    return None
+
+
+def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
+              grid: str = "quick", lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
+    """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``
+    (the table, then paired comparisons per setting), ``curves.json`` and ``curves_<setting>.png``
+    into ``out_dir``. Returns the rows.
+
+    grid: a name in :data:`GRIDS` ("quick", "full", "table3"), the defaults for everything below;
+    strategies: default the grid's, else all of STRATEGIES (each setting runs those it allows);
+    users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
+    ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair"."""
+    from tqdm.auto import tqdm
+
+    if grid not in GRIDS:
+        raise ValueError(f"grid must be one of {sorted(GRIDS)}, got {grid!r}")
+    grid = dict(GRIDS[grid])
+    users = tuple(users or grid["users"])
+    unknown = [u for u in users if u not in SETTINGS]
+    if unknown:
+        raise ValueError(f"unknown setting(s) {unknown}: choose from {sorted(SETTINGS)}")
+    seeds = tuple(seeds if seeds is not None else grid["seeds"])
+    steps = steps or grid["steps"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, curves = [], {}
+    strategies = tuple(strategies or grid.get("strategies") or STRATEGIES)
+    bad = [x for x in strategies if x not in STRATEGIES]
+    if bad:
+        raise ValueError(f"unknown strategy(ies) {bad}: choose from {STRATEGIES}")
+    per_setting = {u: [s for s in strategies if SETTINGS[u].runs(s)] for u in users}
+    jobs = [(u, s, k) for u in users for s in per_setting[u] for k in seeds]
+    for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
+        cfg = SETTINGS[user].apply(PPOConfig(strategy=strategy, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
+                                             eval_every=grid["eval_every"], progress=False))
+        t0 = time.time()
+        hist = train(cfg)
+        curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
+        curves[f"{user}/{strategy}/{seed}"] = curve
+        timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
+        rows.append({"strategy": strategy, "user": user, "questions": cfg.task.questions, "seed": seed, "base_score": round(curve[0][1], 4),
+                     "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
+                     "best_score": round(max(v for _, v in curve), 4), "steps": steps,
+                     "steps_to_target": steps_to_target(curve, target), "target": target,
+                     "wall_s": round(time.time() - t0, 1),
+                     "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
+                     "update_s": round(timing["timing/update_s"], 2),
+                     "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
+    with open(out / "ablation.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (out / "curves.json").write_text(json.dumps(curves))
+    report = ordering_report(rows)
+    (out / "ablation.md").write_text(markdown_table(rows) + "\n" + (f"\n{report}\n" if report else ""))
+    for user in users:
+        plot_curves(curves, user, per_setting[user], out / f"curves_{user}.png")
+    return rows
+
+
+def load_results(folder) -> Tuple[List[Dict], Dict]:
+    """Read what :func:`reproduce` wrote: (rows of ``ablation.csv`` with numbers parsed, curves)."""
+    folder = Path(folder)
+    if not (folder / "ablation.csv").exists():
+        raise FileNotFoundError(f"no ablation.csv in {folder}: run `claw reproduce --out {folder}` first")
+    with open(folder / "ablation.csv") as f:
+        rows = [dict(r) for r in csv.DictReader(f)]
+    for r in rows:
+        for k in ("seed", "steps", "rollout_tokens"):
+            r[k] = int(r[k])
+        for k in ("base_score", "score_at_8", "final_score", "best_score", "target", "wall_s", "rollout_s", "score_s",
+                  "update_s"):
+            r[k] = float(r[k])
+        r["steps_to_target"] = int(r["steps_to_target"]) if r["steps_to_target"] not in ("", "None") else None
+    curves = {k: [tuple(p) for p in v] for k, v in json.loads((folder / "curves.json").read_text()).items()}
+    return rows, curves
+
+
+def _nanmean(xs) -> float:
+    """Mean over the values that are not NaN (NaN, without a warning, when there are none)."""
+    xs = np.asarray(xs, float)
+    return float(xs[~np.isnan(xs)].mean()) if (~np.isnan(xs)).any() else float("nan")
+
+
+def summarise(rows: List[Dict]) -> Dict:
+    """(user, strategy) -> mean and std over seeds of base, step-8 and final scores, steps to target."""
+    out = {}
+    for key in sorted({(r["user"], r["strategy"]) for r in rows}):
+        rs = [r for r in rows if (r["user"], r["strategy"]) == key]
+        stt = [r["steps_to_target"] for r in rs]
+        out[key] = {
+            "base": float(np.mean([r["base_score"] for r in rs])),
+            "at_8": _nanmean([r["score_at_8"] for r in rs]),
+            "final": float(np.mean([r["final_score"] for r in rs])),
+            "final_std": float(np.std([r["final_score"] for r in rs])),
+            "steps_to_target": (float(np.mean([s for s in stt if s is not None])) if any(s is not None for s in stt)
+                                else None),
+            "reached": sum(s is not None for s in stt), "n": len(rs),
+        }
+    return out
+
+
+def markdown_table(rows: List[Dict]) -> str:
+    """Mean +- std over seeds per user and strategy, with the paper's numbers where they exist."""
+    s = summarise(rows)
+    lines = ["| user | strategy | base | after 8 steps | final | steps to target (reached/seeds) | paper: after 8 / 16 |",
+             "|---|---|---|---|---|---|---|"]
+    for (user, strat), v in s.items():
+        p = PAPER.get(strat)
+        stt = "-" if v["steps_to_target"] is None else f"{v['steps_to_target']:.1f}"
+        lines.append(f"| {user} | {strat} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
+                     f"{stt} ({v['reached']}/{v['n']}) | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
+    return "\n".join(lines)
+
+
+def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optional[Dict]:
+    """Strategy ``a`` minus strategy ``b`` on the same seeds of setting ``user``; ``a`` or ``b`` may
+    also be a (setting, strategy) pair, to compare across settings that ask the same questions.
+
+    Seeds pair the runs (same prompts, same eval set, same initial weights), so the per-seed
+    difference d_k = a_k - b_k removes the seed-to-seed spread both share. Returns None when the two
+    have no seed in common, else {"n", "mean" (mean of d), "se" (std(d, ddof=1) / sqrt(n); 0 for n = 1),
+    "wins", "ties", "losses" (seeds with d > 0, d == 0, d < 0)}.
+    """
+    a, b = [(user, x) if isinstance(x, str) else tuple(x) for x in (a, b)]
+    va = {r["seed"]: float(r[key]) for r in rows if (r["user"], r["strategy"]) == a}
+    vb = {r["seed"]: float(r[key]) for r in rows if (r["user"], r["strategy"]) == b}
+    common = sorted(set(va) & set(vb))
+    if not common:
+        return None
+    d = np.array([va[k] - vb[k] for k in common])
+    se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
+    return {"n": len(d), "mean": float(d.mean()), "se": se, "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
+            "losses": int((d < 0).sum())}
+
+
+def ordering_report(rows: List[Dict], pairs=ORDERING, key: str = "final_score") -> str:
+    """Markdown lines: for each setting and each pair (a, b) both ran, the paired difference of the
+    final score with its standard error and the per-seed wins/ties/losses. "" when no pair ran."""
+    lines = []
+    for user in sorted({r["user"] for r in rows}):
+        for a, b in pairs:
+            p = paired(rows, user, a, b, key)
+            if p is None:
+                continue
+            lines.append(f"| {user} | {a} - {b} | {p['mean']:+.3f} +- {p['se']:.3f} | "
+                         f"{p['wins']} / {p['ties']} / {p['losses']} |")
+    if not lines:
+        return ""
+    return "\n".join(["| setting | paired difference | final score, mean +- s.e. | seeds better / tied / worse |",
+                      "|---|---|---|---|"] + lines)
+
+
+def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, ax=None):
+    """Mean eval score over seeds with a +-1 std band, one line per strategy."""
+    import matplotlib
+
+    if path is not None and ax is None:
+        matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    for strat in strategies:
+        runs = [v for k, v in curves.items() if k.startswith(f"{user}/{strat}/")]
+        if not runs:
+            continue
+        steps = [s for s, _ in runs[0]]
+        ys = np.array([[v for _, v in r] for r in runs])
+        m, sd = ys.mean(0), ys.std(0)
+        c = f"C{list(STRATEGIES).index(strat) % 10}" if strat in STRATEGIES else None  # one colour per strategy
+        ax.plot(steps, m, label=strat, color=c, lw=2 if strat in ("combined", "opd", "binary_rl") else 1)
+        ax.fill_between(steps, m - sd, m + sd, color=c, alpha=0.15)
+    ax.set_xlabel("PPO step"); ax.set_ylabel("eval score (greedy)"); ax.set_ylim(0, 1.02)
+    ax.set_title(f"user: {user}"); ax.legend(fontsize=7, ncol=2)
+    ax.figure.tight_layout()
+    if path is not None:
+        ax.figure.savefig(path, dpi=100)
+    return ax

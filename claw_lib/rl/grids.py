@@ -1,0 +1,79 @@
+"""The ablation's settings and grids, and the paper's numbers they are read against (notebook 09).
+
+A :class:`Setting` is a named set of :class:`~claw_lib.config.PPOConfig` overrides (who asks what,
+and how the strategies are configured there) plus the strategies that run in it; a grid names the
+settings, seeds and steps of one ``claw reproduce`` run. Nothing here imports torch, so the command
+line lists the choices at once.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional, Tuple
+
+from ..config import PPO_STRATEGIES as STRATEGIES
+from ..config import PPOConfig, override
+
+__all__ = ["PAPER", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "GRIDS",
+           "STRATEGIES"]
+
+#: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
+PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
+
+#: the paper's Table 3 ordering, as pairs (better or equal, worse)
+ORDERING = (("combined", "opd"), ("opd", "binary_rl"))
+
+OPENCLAW = ("binary_rl", "opd", "combined", "opd_kl")
+
+
+class Setting(NamedTuple):
+    """One row group of the ablation: PPOConfig overrides by dotted name (who asks what, and how),
+    and the strategies that run there (None: all of STRATEGIES)."""
+
+    config: Tuple[Tuple[str, Any], ...]
+    strategies: Optional[Tuple[str, ...]] = None
+
+    def runs(self, strategy: str) -> bool:
+        return self.strategies is None or strategy in self.strategies
+
+    def apply(self, cfg: PPOConfig) -> PPOConfig:
+        """``cfg`` with this setting's overrides."""
+        return override(cfg, dict(self.config))
+
+
+def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes) -> Setting:
+    """A setting for ``user``; keyword names use "__" for the dots ("opd__w_rl_negative")."""
+    return Setting((("task.user", user),) + tuple((k.replace("__", "."), v) for k, v in changes.items()), strategies)
+
+
+#: ablation settings by name. "correcting-pair" is the seed's token-level vs sentence-level A/B: two
+#: capitals per question, both planted misconceptions, so an answer often has one right and one wrong
+#: part, and a sentence-level reward punishes the right part with the wrong one. "teacher-vague" and
+#: "student-vague": half of the user's complaints say nothing specific (-1 for Binary RL, no hint for
+#: OPD), as the paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term
+#: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
+#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL.
+SETTINGS = {
+    "correcting": _setting("correcting"),
+    "teacher": _setting("teacher"),
+    "student": _setting("student"),
+    "correcting-pair": _setting("correcting", ("sentence", "binary", "continuous"), task__questions="pair",
+                                task__misconception_share=1.0),
+    "teacher-vague": _setting("teacher", OPENCLAW, task__p_vague=0.5),
+    "student-vague": _setting("student", OPENCLAW, task__p_vague=0.5),
+    "teacher-rl-pos": _setting("teacher", ("combined",), opd__w_rl_negative=0.0),
+    "teacher-vague-rl-pos": _setting("teacher", ("combined",), task__p_vague=0.5, opd__w_rl_negative=0.0),
+    "teacher-topk": _setting("teacher", ("opd_kl",), loss__distill="topk_reverse_kl"),
+    "teacher-vague-topk": _setting("teacher", ("opd_kl",), task__p_vague=0.5, loss__distill="topk_reverse_kl"),
+}
+
+QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
+FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "student", "correcting-pair"),
+            batch_size=16, eval_every=2)
+#: the paper's Table 3 with enough seeds to read an ordering: the four OpenClaw-RL strategies on the
+#: teacher user, with a hint in every complaint and with half of the complaints vague (sparse hints),
+#: and Combined without its -1 broadcast in both
+TABLE3 = dict(steps=16, seeds=tuple(range(10)),
+              users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos"),
+              batch_size=16, eval_every=2, strategies=OPENCLAW)
+#: the same on the student user, and OPD distilled with top-K reverse KL on the teacher
+TABLE3_EXTRA = dict(TABLE3, users=("student", "student-vague", "teacher-topk", "teacher-vague-topk"))
+GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA}

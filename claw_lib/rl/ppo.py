@@ -1,0 +1,491 @@
+"""A small end-to-end PPO loop on the fact world (notebooks 08 and 09).
+
+:func:`train` is a short loop over four public stages, numbered as in cleanrl:
+
+1. :func:`rollout`        sample a response for each prompt (KV cache, temperature), keep the
+                          policy's log-probs of its own tokens and the reference's, and the user's
+                          reply (the next state) with its score;
+2. :func:`compute_signals` a strategy turns (response, next state) into a per-token signal and a
+                          mask: ``sentence``, ``binary``, ``continuous``, ``perplexity`` (token
+                          rewards of :mod:`claw_lib.signals.rewards`), ``binary_rl``, ``opd``,
+                          ``combined`` (OpenClaw-RL, :mod:`claw_lib.signals.opd`), or ``opd_kl``
+                          (OPD as distillation to the hinted teacher on the student's own prefixes);
+3. :func:`compute_advantages` "direct" (the signal is the advantage: OpenClaw's no-baseline
+                          broadcast), "grpo" (the user's score minus the batch mean) or "gae" (a
+                          value head, GAE(gamma, lambda), whitened);
+4. :func:`ppo_update`     clipped surrogate (eps, eps_high as OpenClaw), optional KL to the frozen
+                          reference (k1 / k3), gradient clipping, epochs x minibatches.
+
+Tensors of one step (B prompts, L = longest prompt + response, T = longest response, V vocabulary;
+every tensor lives on the policy's device):
+
+=============================  =========  =============================================================
+name                           shape      meaning
+=============================  =========  =============================================================
+``rollout.batch.input_ids``    (B, L)     prompt + response ids, right-padded
+``rollout.batch.response_mask`` (B, T)    bool, True at a real response token
+``rollout.logprobs``           (B, T)     log pi_old(y_t | x, y_<t) of the sampled token, 0 at padding
+``rollout.ref_logprobs``       (B, T)     the same under the frozen reference
+``signals.token_signal``       (B, T)     per-token reward or OPD gap, 0 outside the mask
+``signals.mask``               (B, T)     bool, tokens that count in the loss (a turn without a sample: none)
+``advantages.advantages``      (B, T)     what multiplies the ratio in the surrogate
+``logits`` (in the update)     (b, T, V)  the policy's logits at the positions predicting each token
+=============================  =========  =============================================================
+
+Metrics per step go to ``metrics.jsonl`` / ``metrics.csv`` with namespaced keys (:data:`METRICS`); a
+checkpoint every ``save_every`` steps makes an interrupted run resume to the same result (sampling
+is seeded per step).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from ..config import DISTILL_LOSSES, PPOConfig
+from ..config import PPO_STRATEGIES as STRATEGIES
+from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id
+from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
+from ..prompts import teacher_prompt
+from ..signals.opd import (
+    binary_rl_advantages,
+    combined_advantages,
+    generalized_jsd,
+    judge_turn,
+    opd_advantages,
+    topk_reverse_kl,
+)
+from ..toy.users import Feedback, Task
+from .core import ValueHead, clipped_surrogate, gae, kl_estimate
+from .evaluation import evaluate_policy
+
+__all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
+           "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response"]
+
+#: strategies whose signal comes from the alignment or a judge LM's perplexity (token rewards)
+TOKEN_REWARD_STRATEGIES = ("sentence", "binary", "continuous", "perplexity")
+
+#: Glossary of every logged metric.
+METRICS = {
+    "step": "PPO step (1-based)",
+    "reward/score": "mean user score of the batch's sampled responses, in [0, 1]",
+    "eval/score": "mean user score of greedy answers on the fixed evaluation prompts",
+    "reward/advantage_mean": "mean advantage over the masked tokens",
+    "reward/token_mean": "mean per-token signal (reward or OPD gap) before GRPO/GAE, over masked tokens",
+    "reward/token_std": "its standard deviation",
+    "reward/positive_share": "share of masked tokens with a positive signal",
+    "reward/negative_share": "share of masked tokens with a negative signal",
+    "reward/masked_fraction": "share of responses that give a training sample (mask not empty)",
+    "objective/kl": "mean KL(policy || reference) per token (k3 estimator)",
+    "policy/clipfrac": "share of tokens whose ratio was clipped",
+    "policy/approx_kl": "mean 0.5 (log pi - log pi_old)^2 during the update",
+    "policy/entropy": "mean entropy of the policy at response tokens (nats)",
+    "policy/loss": "the surrogate (or distillation) loss of the last minibatch",
+    "value/explained_variance": "1 - Var(returns - values) / Var(returns), value head only",
+    "opd/accepted_fraction": "share of turns with a usable hint (OPD samples after filtering)",
+    "timing/rollout_s": "seconds spent sampling, scoring the samples' log-probs and collecting the user's replies",
+    "timing/score_s": "seconds spent judging and computing the per-token signals",
+    "timing/update_s": "seconds spent on advantages and the PPO update",
+    "timing/rollout_tokens": "response tokens sampled this step",
+}
+
+
+# --------------------------------------------------------------------------- 1. rollout
+@dataclass
+class Rollout:
+    """One batch of interactions (shapes in the module docstring).
+
+    tasks: the B questions; prompt_ids / response_ids: their token ids (the responses are the
+    policy's actions, eos included when generated; an empty sample is one eos); texts: the decoded
+    responses the user read; batch: prompt + response packed (on the policy's device); logprobs,
+    ref_logprobs: (B, T); feedback: the user's reply (the next state) and score per response.
+    """
+
+    tasks: List[Task]
+    prompt_ids: List[List[int]]
+    response_ids: List[List[int]]
+    texts: List[str]
+    batch: Batch
+    logprobs: torch.Tensor
+    ref_logprobs: Optional[torch.Tensor]
+    feedback: List[Feedback]
+
+    @property
+    def scores(self) -> List[float]:
+        """The user's score of each response, in [0, 1]."""
+        return [f.score for f in self.feedback]
+
+
+def decode_response(tokenizer, ids: List[int]) -> str:
+    """The text a user reads for response ids: eos and special tokens dropped, whitespace stripped."""
+    return tokenizer.decode([t for t in ids if t != tokenizer.eos_token_id], skip_special_tokens=True).strip()
+
+
+@torch.no_grad()
+def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Rollout:
+    """Stage 1: ``cfg.batch_size`` prompts of ``env`` (re-seeded for ``step``), one sampled response
+    each, the log-probs of the sampled tokens under ``policy`` (and ``ref`` if given), and the user's
+    replies. Sampling is reproducible from ``cfg.seed`` and ``step``."""
+    policy.eval()
+    seed = cfg.seed * 100_003 + step
+    env.reset(seed)
+    tasks = env.sample(cfg.batch_size)
+    gens = generate(policy, tokenizer, [t.prompt for t in tasks], max_new_tokens=cfg.max_new_tokens,
+                    temperature=cfg.temperature, seed=seed)
+    response_ids = [g.ids or [tokenizer.eos_token_id] for g in gens]  # an empty sample: one eos action
+    prompt_ids = [encode(tokenizer, t.prompt) for t in tasks]
+    dev = next(policy.parameters()).device
+    batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
+    logprobs = logprobs_from_batch(policy, batch)                                  # (B, T)
+    ref_logprobs = logprobs_from_batch(ref, batch) if ref is not None else None    # (B, T)
+    texts = [decode_response(tokenizer, ids) for ids in response_ids]
+    feedback = [env.step(t, x) for t, x in zip(tasks, texts)]
+    return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback)
+
+
+# --------------------------------------------------------------------------- 2. signals
+@dataclass
+class Scorer:
+    """What turns a rollout into signals, besides the config.
+
+    tokenizer: the policy's; teacher: the model that scores log pi_T(y | x + hint) (the frozen
+    reference or the live policy); encoder: the alignment encoder (binary, continuous, sentence);
+    judge_lm: (model, tokenizer) for perplexity rewards; judge: the next-state judge of Binary RL
+    and OPD (None: the rule judge of the toy world).
+    """
+
+    tokenizer: object
+    teacher: object = None
+    encoder: object = None
+    judge_lm: Optional[Tuple[object, object]] = None
+    judge: object = None
+
+    @classmethod
+    def for_run(cls, cfg: PPOConfig, policy, ref, tokenizer) -> "Scorer":
+        """The scorer ``train`` uses: teacher per ``cfg.opd.teacher``, the encoder of
+        ``cfg.reward.align`` for alignment strategies, the reference as perplexity judge."""
+        encoder = None
+        if cfg.strategy in ("sentence", "binary", "continuous"):
+            from ..alignment.encoders import load_encoder
+
+            a = cfg.reward.align
+            encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
+        return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
+                   judge_lm=(ref, tokenizer) if cfg.strategy == "perplexity" else None)
+
+
+@dataclass
+class Signals:
+    """Stage 2's output: token_signal (B, T) float and mask (B, T) bool on the policy's device;
+    hints: the accepted hint per turn (None: no OPD sample); teacher_batch: ``opd_kl`` only, the
+    teacher prompts packed with the same responses; metrics: their ``reward/*`` and ``opd/*``."""
+
+    token_signal: torch.Tensor
+    mask: torch.Tensor
+    hints: List[Optional[str]]
+    teacher_batch: Optional[Batch] = None
+    metrics: Dict[str, float] = field(default_factory=dict)
+
+
+def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
+    """Alignment / perplexity rewards on each response's own action tokens (spread over sub-tokens)."""
+    from ..signals.mapping import policy_token_rewards
+    from ..signals.rewards import token_rewards
+
+    rows = []
+    for t, ids, text, fb in zip(ro.tasks, ro.response_ids, ro.texts, ro.feedback):
+        tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
+                           judge=scorer.judge_lm, question=t.fact.question(), response_ids=ids)
+        try:
+            a = policy_token_rewards(tr, scorer.tokenizer, ids, "spread")
+        except ValueError:  # a response the word tokenizer cannot map (e.g. empty): no sample
+            a = np.zeros(len(ids))
+        rows.append((a, np.full(len(ids), bool(len(tr.tokens)))))
+    return rows
+
+
+def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
+    """Binary RL, OPD and combined on each response: the judge reads the next state once; the
+    hinted teacher scores all hinted responses in one padded pass, on the responses' own ids."""
+    tok, strategy = scorer.tokenizer, cfg.strategy
+    sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd) for text, fb in zip(ro.texts, ro.feedback)]
+    hinted = [b for b, s in enumerate(sigs) if s.hint] if strategy in ("opd", "combined", "opd_kl") else []
+    teacher_ids = {b: encode(tok, teacher_prompt(ro.tasks[b].fact.question(), sigs[b].hint, ro.tasks[b].fact.lang,
+                                                 tokenizer=tok)) for b in hinted}
+    teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
+                                                [ro.response_ids[b] for b in hinted], pad_token_id(tok))[0])) \
+        if hinted else {}
+    old = ro.logprobs.cpu().numpy()
+    rows = []
+    for b, (ids, s) in enumerate(zip(ro.response_ids, sigs)):
+        n, old_b, tlp = len(ids), old[b, :len(ids)], teacher_lps.get(b)
+        if strategy == "binary_rl":
+            rows.append(binary_rl_advantages(s.score, n))
+        elif strategy in ("opd", "opd_kl"):
+            rows.append((opd_advantages(tlp, old_b, cfg.opd), np.ones(n, bool)) if tlp is not None
+                        else (np.zeros(n), np.zeros(n, bool)))
+        else:
+            rows.append(combined_advantages(s, tlp, old_b, cfg.opd))
+    teacher_batch = None
+    if strategy == "opd_kl":  # the teacher's prompt where there is a hint, the student's elsewhere (masked)
+        dev = ro.batch.input_ids.device
+        teacher_batch = pack([teacher_ids.get(b, p) for b, p in enumerate(ro.prompt_ids)], ro.response_ids,
+                             tok.pad_token_id).to(dev)
+    return rows, [s.hint for s in sigs], teacher_batch
+
+
+def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
+    """Stage 2: the strategy's per-token signal and mask for every response (shapes (B, T))."""
+    if cfg.strategy in TOKEN_REWARD_STRATEGIES:
+        rows, hints, teacher_batch = _token_reward_rows(ro, cfg, scorer), [None] * len(ro.tasks), None
+    else:
+        rows, hints, teacher_batch = _openclaw_rows(ro, cfg, scorer)
+    rmask = ro.batch.response_mask
+    A = torch.zeros(rmask.shape, device=rmask.device)
+    M = torch.zeros(rmask.shape, dtype=torch.bool, device=rmask.device)
+    for b, (a, m) in enumerate(rows):
+        A[b, :len(a)] = torch.as_tensor(a, dtype=torch.float32)
+        M[b, :len(m)] = torch.as_tensor(m)
+    M &= rmask
+    v = A[M]
+    metrics = {"opd/accepted_fraction": float(np.mean([h is not None for h in hints])),
+               "reward/token_mean": float(v.mean()) if v.numel() else 0.0,
+               "reward/token_std": float(v.std()) if v.numel() > 1 else 0.0,
+               "reward/positive_share": float((v > 0).float().mean()) if v.numel() else 0.0,
+               "reward/negative_share": float((v < 0).float().mean()) if v.numel() else 0.0}
+    return Signals(A, M, hints, teacher_batch, metrics)
+
+
+# --------------------------------------------------------------------------- 3. advantages
+@dataclass
+class Advantages:
+    """Stage 3's output: advantages (B, T) and the loss mask (B, T) bool; returns (B, T) for the
+    value loss (advantage "gae" only); metrics: ``reward/advantage_mean``, ``reward/masked_fraction``."""
+
+    advantages: torch.Tensor
+    mask: torch.Tensor
+    returns: Optional[torch.Tensor] = None
+    metrics: Dict[str, float] = field(default_factory=dict)
+
+
+def _values(policy, value_head, batch: Batch) -> torch.Tensor:
+    """The value head on the policy's last hidden state at the response positions: (B, T)."""
+    out = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True)
+    return value_head(gather_positions(out.hidden_states[-1], batch.logit_index))
+
+
+def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, value_head=None) -> Advantages:
+    """Stage 3: "direct" uses the signal as it is; "grpo" broadcasts each response's user score minus
+    the batch mean to all its tokens (every response counts); "gae" runs GAE with ``value_head``'s
+    values and whitens the result over the mask."""
+    A, M, returns = sig.token_signal, sig.mask, None
+    rmask = ro.batch.response_mask
+    if cfg.advantage == "grpo":
+        seq = torch.tensor(ro.scores, device=rmask.device)
+        A = (seq - seq.mean()).unsqueeze(1).expand(-1, rmask.shape[1]) * rmask
+        M = rmask.clone()
+    elif cfg.advantage == "gae":
+        with torch.no_grad():
+            values = _values(policy, value_head, ro.batch)
+        A, returns = gae(A.clone(), values, M, cfg.gamma, cfg.lam)
+        if M.sum() > 1:
+            A = masked_whiten(A, M) * M
+    metrics = {"reward/advantage_mean": float(masked_mean(A, M)) if M.any() else 0.0,
+               "reward/masked_fraction": float(M.any(1).float().mean())}
+    return Advantages(A, M, returns, metrics)
+
+
+# --------------------------------------------------------------------------- 4. update
+def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, step: int,
+               value_head=None, teacher=None) -> Dict[str, float]:
+    """Stage 4: ``cfg.epochs`` passes of ``cfg.minibatches`` minibatches (shuffled with a seed per
+    step): the clipped surrogate (or, for ``opd_kl``, the divergence to ``teacher`` on
+    ``sig.teacher_batch``), plus the KL and value terms; returns the ``policy/*``,
+    ``objective/kl`` and ``value/*`` metrics. Nothing is trained when the mask is empty."""
+    L = cfg.loss
+    A, M = adv.advantages, adv.mask
+    params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    policy.train()
+    idx = np.arange(len(ro.response_ids))
+    stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
+    if M.any():
+        for _ in range(cfg.epochs):
+            np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
+            for mb in np.array_split(idx, cfg.minibatches):
+                mb_t = torch.as_tensor(mb, device=M.device)
+                sub, m_sub = ro.batch.select(mb_t), M[mb_t]
+                if not m_sub.any():
+                    continue
+                out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask,
+                             output_hidden_states=value_head is not None)
+                logits = gather_positions(out.logits, sub.logit_index)       # (b, T, V)
+                lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
+                if cfg.strategy == "opd_kl":
+                    tb = sig.teacher_batch.select(mb_t)
+                    with torch.no_grad():
+                        t_logits = gather_positions(teacher(input_ids=tb.input_ids,
+                                                            attention_mask=tb.attention_mask).logits, tb.logit_index)
+                    div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
+                        else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
+                    loss, clipfrac = masked_mean(div, m_sub), torch.tensor(0.0)
+                else:
+                    loss, clipfrac = clipped_surrogate(lp, ro.logprobs[mb_t], A[mb_t], m_sub, L.eps, L.eps_high)
+                kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator)
+                if L.kl_coef:
+                    loss = loss + L.kl_coef * masked_mean(kl, m_sub)
+                if value_head is not None:
+                    v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
+                    loss = loss + L.vf_coef * masked_mean((v - adv.returns[mb_t]) ** 2, m_sub)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
+                optimizer.step()
+                with torch.no_grad():
+                    k3 = kl if L.kl_estimator == "k3" else kl_estimate(lp, ro.ref_logprobs[mb_t], "k3")
+                    stats["clipfrac"].append(float(clipfrac))
+                    stats["approx_kl"].append(float(masked_mean(0.5 * (lp - ro.logprobs[mb_t]) ** 2, m_sub)))
+                    stats["entropy"].append(float(masked_mean(entropy_from_logits(logits), m_sub)))
+                    stats["kl"].append(float(masked_mean(k3, m_sub)))
+                    stats["loss"].append(float(loss))
+    names = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
+             "kl": "objective/kl", "loss": "policy/loss"}
+    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()}
+    if adv.returns is not None and M.sum() > 1:
+        with torch.no_grad():
+            vals = _values(policy, value_head, ro.batch)
+        r, v = adv.returns[M], vals[M]
+        metrics["value/explained_variance"] = float(1 - (r - v).var() / r.var().clamp(min=1e-8))
+    policy.eval()
+    return metrics
+
+
+# --------------------------------------------------------------------------- the loop
+def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None) -> List[Dict]:
+    """Run PPO; returns the list of per-step metric dicts (also written to ``out_dir``).
+
+    resume: continue from ``out_dir/checkpoint.pt`` if present. stop_after: stop (as if
+    interrupted) after this many steps of this call (for the resume test).
+    """
+    from tqdm.auto import tqdm
+
+    run = _Run.start(cfg, out_dir, resume)
+    policy, tok = run.policy, run.tokenizer
+    bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
+    for k, step in enumerate(bar):
+        t0 = time.time()
+        ro = rollout(policy, tok, run.env, cfg, step, ref=run.ref)                         # 1.
+        t1 = time.time()
+        sig = compute_signals(ro, cfg, run.scorer)                                         # 2.
+        t2 = time.time()
+        adv = compute_advantages(ro, sig, cfg, policy, run.value_head)                     # 3.
+        stats = ppo_update(policy, run.optimizer, ro, sig, adv, cfg, step, run.value_head,
+                           teacher=run.scorer.teacher)                                      # 4.
+        metrics = {"step": step + 1, "reward/score": float(np.mean(ro.scores)), **sig.metrics, **adv.metrics,
+                   **stats, "timing/rollout_s": t1 - t0, "timing/score_s": t2 - t1,
+                   "timing/update_s": time.time() - t2,
+                   "timing/rollout_tokens": int(ro.batch.response_mask.sum())}
+        if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
+            metrics["eval/score"] = evaluate_policy(policy, tok, run.eval_env, run.eval_tasks)
+        run.record(metrics)
+        bar.set_postfix(score=f"{metrics['reward/score']:.2f}")
+        if stop_after is not None and k + 1 >= stop_after:
+            break
+    return run.history
+
+
+def _check(cfg: PPOConfig) -> None:
+    if cfg.strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {cfg.strategy!r}")
+    if cfg.loss.distill not in DISTILL_LOSSES:
+        raise ValueError(f"distill must be one of {DISTILL_LOSSES}, got {cfg.loss.distill!r}")
+
+
+@dataclass
+class _Run:
+    """Everything a training run holds between steps, and its output folder (metrics, config,
+    checkpoint)."""
+
+    cfg: PPOConfig
+    policy: object
+    tokenizer: object
+    ref: object
+    value_head: Optional[ValueHead]
+    optimizer: torch.optim.Optimizer
+    env: object
+    eval_env: object
+    eval_tasks: List[Task]
+    scorer: Scorer
+    out: Optional[Path]
+    history: List[Dict]
+    start_step: int
+
+    @classmethod
+    def start(cls, cfg: PPOConfig, out_dir, resume: bool) -> "_Run":
+        from ..models.lm import load_causal_lm
+        from ..prompts import has_chat_template
+        from ..signals.opd import frozen_teacher
+        from ..toy.users import FactEnv
+        from ..utils import resolve_device
+
+        _check(cfg)
+        torch.set_num_threads(cfg.threads)
+        dev = resolve_device(cfg.device)
+        policy, tok = load_causal_lm(cfg.model, device=dev)
+        ref = frozen_teacher(policy)
+        torch.manual_seed(cfg.seed)
+        vhead = ValueHead(policy.config.hidden_size).to(dev) if cfg.advantage == "gae" else None
+        params = list(policy.parameters()) + (list(vhead.parameters()) if vhead else [])
+        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+        t = cfg.task
+        kw = dict(user=t.user, relations=t.relations, misconception_share=t.misconception_share,
+                  tokenizer=tok if has_chat_template(tok) else None, questions=t.questions, p_vague=t.p_vague)
+        env = FactEnv(seed=cfg.seed, **kw)
+        eval_env = FactEnv(env.world, seed=10_000 + cfg.seed, **kw)
+        run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
+                  Scorer.for_run(cfg, policy, ref, tok), Path(out_dir) if out_dir else None, [], 0)
+        if run.out and resume and (run.out / "checkpoint.pt").exists():
+            ck = torch.load(run.out / "checkpoint.pt", weights_only=False, map_location=dev)
+            policy.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["opt"])
+            if vhead is not None:
+                vhead.load_state_dict(ck["vhead"])
+            run.history, run.start_step = ck["history"], ck["step"]
+        if run.out:
+            run.out.mkdir(parents=True, exist_ok=True)
+            (run.out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+        if run.start_step == 0:
+            policy.eval()
+            run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks)})
+        return run
+
+    def record(self, metrics: Dict) -> None:
+        """Append a step's metrics; write the metrics files and, every ``save_every`` steps, a checkpoint."""
+        self.history.append(metrics)
+        if not self.out:
+            return
+        _write_metrics(self.out, self.history)
+        step = metrics["step"]
+        if self.cfg.save_every and step % self.cfg.save_every == 0:
+            ck = {"model": self.policy.state_dict(), "opt": self.optimizer.state_dict(), "history": self.history,
+                  "step": step}
+            if self.value_head is not None:
+                ck["vhead"] = self.value_head.state_dict()
+            torch.save(ck, self.out / "checkpoint.pt")
+
+
+def _write_metrics(out: Path, history: List[Dict]) -> None:
+    with open(out / "metrics.jsonl", "w") as f:
+        for h in history:
+            f.write(json.dumps(h) + "\n")
+    keys = sorted({k for h in history for k in h}, key=lambda k: (k != "step", k))
+    with open(out / "metrics.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        for h in history:
+            w.writerow(h)

@@ -1,0 +1,5 @@
+"""Signals on every output token: token rewards from an alignment or a judge LM
+(:mod:`~claw_lib.signals.rewards`), their map onto the policy's action tokens
+(:mod:`~claw_lib.signals.mapping`), shaping (:mod:`~claw_lib.signals.shaping`), next-state judges
+(:mod:`~claw_lib.signals.judges`) and OpenClaw-RL's Binary RL, hindsight OPD and combined advantage
+(:mod:`~claw_lib.signals.opd`)."""

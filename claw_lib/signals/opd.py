@@ -1,0 +1,210 @@
+"""Hindsight-guided on-policy distillation (OPD), Binary RL and the combined advantage, as
+OpenClaw-RL does them (notebook 06).
+
+Driving-test picture (from the paper digest): the student took the turn and crossed the line;
+the examiner says "check the right mirror earlier". In a parallel world a student heard that
+*before* the turn. OPD compares, token by token, how likely the real student's own actions are
+for that better-informed student (the **teacher**: the same model with the hint in its context)
+and for the student itself::
+
+    A_t = log pi_T(y_t | x + hint, y_<t) - log pi_old(y_t | x, y_<t)
+
+The teacher context is the student's prompt with ``"\\n\\n[user's hint / instruction]\\n" + hint``
+appended to the last user message (:mod:`claw_lib.prompts`). Teacher log-probs are computed on the student's own response
+token ids (concatenated ids, never re-tokenised text). The teacher is a frozen copy of the initial
+policy by default (what the public code does) or the live policy without gradient (what the
+paper's text says).
+
+Binary RL: the judge's majority score r in {+1, -1, 0} on every response token; 0-scored turns
+are masked out. Combined: ``A_t = w_rl * r + w_opd * (log pi_T - log pi_old)``.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import OPDConfig
+from ..models.lm import encode, ids_logprobs, pad_token_id
+from .judges import HintVote, RuleJudge, Vote, majority_vote, select_hint
+
+__all__ = [
+    "TurnSignal", "judge_turn", "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher",
+    "topk_reverse_kl", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
+]
+
+@dataclass
+class TurnSignal:
+    """What the judges made of a turn: score (majority, +1/-1/0), hint (or None), the votes."""
+
+    score: int
+    hint: Optional[str]
+    votes: List[Vote] = field(default_factory=list)
+    hint_votes: List[HintVote] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        """The combined dispatch: "both", "opd", "rl" or "none" (no sample)."""
+        return dispatch(self.score, self.hint)
+
+
+def dispatch(score: int, hint: Optional[str]) -> str:
+    """hint and score -> "both"; hint only -> "opd" (r = 0); score only -> "rl" (no OPD term);
+    neither -> "none" (no sample)."""
+    if hint and score != 0:
+        return "both"
+    if hint:
+        return "opd"
+    if score != 0:
+        return "rl"
+    return "none"
+
+
+def judge_turn(response_text: str, next_state: str, judge=None, cfg: Optional[OPDConfig] = None) -> TurnSignal:
+    """Score and hint for one turn (``judge``: :class:`RuleJudge` by default, or an LLMJudge)."""
+    cfg = cfg or OPDConfig()
+    judge = judge or RuleJudge()
+    votes = [v for _ in range(cfg.m if isinstance(judge, RuleJudge) else 1) for v in judge.votes(response_text, next_state)]
+    hvotes = judge.hint_votes(response_text, next_state)
+    return TurnSignal(majority_vote(votes), select_hint(hvotes, cfg.min_hint_chars), votes, hvotes)
+
+
+def frozen_teacher(policy):
+    """A frozen copy of the policy (eval mode, no gradients): OpenClaw-RL's default teacher."""
+    t = copy.deepcopy(policy).eval()
+    for p in t.parameters():
+        p.requires_grad_(False)
+    return t
+
+
+def token_logprobs(model, tokenizer, prompts: Sequence[str], response_ids: Sequence[Sequence[int]]) -> List[np.ndarray]:
+    """log p(y_t | prompt, y_<t) of given response ids after each prompt (ids concatenated)."""
+    return ids_logprobs(model, [encode(tokenizer, p) for p in prompts], response_ids, pad_token_id(tokenizer))[0]
+
+
+def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: Optional[OPDConfig] = None) -> np.ndarray:
+    """``kappa * clip(log pi_T - log pi_old, +-clip)``, one value per response token."""
+    cfg = cfg or OPDConfig()
+    t, o = np.asarray(teacher_logprobs, np.float64), np.asarray(old_logprobs, np.float64)
+    if t.shape != o.shape:
+        raise ValueError(f"teacher log-probs have shape {t.shape}, student log-probs {o.shape}: "
+                         "both must be computed on the same response token ids")
+    a = t - o
+    if cfg.clip is not None:
+        a = np.clip(a, -cfg.clip, cfg.clip)
+    return cfg.kappa * a
+
+
+def binary_rl_advantages(score: int, n_tokens: int):
+    """The turn's score on every token, and a mask that drops 0-scored turns.
+    Returns (advantages (n,), mask (n,) bool)."""
+    return np.full(n_tokens, float(score)), np.full(n_tokens, score != 0)
+
+
+def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarray], old_logprobs: np.ndarray,
+                        cfg: Optional[OPDConfig] = None):
+    """``A_t = w_rl * r + w_opd * A_opd`` with the dispatch of :func:`dispatch` (``w_rl_negative`` in
+    place of ``w_rl`` when r = -1, if set).
+
+    Returns (advantages (n,), mask (n,) bool); mask all False when the turn gives no sample.
+    """
+    cfg = cfg or OPDConfig()
+    n = len(old_logprobs)
+    kind = signal.kind
+    if kind == "none":
+        return np.zeros(n), np.zeros(n, dtype=bool)
+    w_rl = cfg.w_rl if signal.score > 0 or cfg.w_rl_negative is None else cfg.w_rl_negative
+    if kind == "rl" and w_rl == 0:
+        return np.zeros(n), np.zeros(n, dtype=bool)
+    a = np.zeros(n)
+    if kind in ("both", "rl"):
+        a += w_rl * float(signal.score)
+    if kind in ("both", "opd"):
+        if teacher_logprobs is None:
+            raise ValueError("this turn has a hint: pass the teacher log-probs")
+        a += cfg.w_opd * opd_advantages(teacher_logprobs, old_logprobs, cfg)
+    return a, np.ones(n, dtype=bool)
+
+
+# --------------------------------------------------------------------------- distillation losses
+def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = 16) -> torch.Tensor:
+    """Reverse KL(student || teacher) over the teacher's top-K tokens plus one tail bin.
+
+    student_logits, teacher_logits: (..., V). The support is the teacher's K most likely ids; the
+    rest of each distribution is lumped into a tail bin. Student log-probs are gathered at the
+    teacher's ids. Returns (...) in nats. With K = V it equals the full reverse KL.
+    """
+    s_lp = F.log_softmax(student_logits.float(), -1)
+    t_lp = F.log_softmax(teacher_logits.float(), -1)
+    k = min(k, t_lp.shape[-1])
+    t_top, idx = t_lp.topk(k, dim=-1)                      # (..., K)
+    s_top = s_lp.gather(-1, idx)                            # (..., K)
+
+    def tail(lp_top):  # log(1 - sum p_top); an empty tail (K = V) gets 1e-20, contributing ~0
+        mass = lp_top.exp().sum(-1)
+        return torch.log((1.0 - mass).clamp(min=1e-20))
+
+    s_all = torch.cat([s_top, tail(s_top).unsqueeze(-1)], -1)
+    t_all = torch.cat([t_top, tail(t_top).unsqueeze(-1)], -1)
+    p_s = s_all.exp()
+    return (p_s * (s_all - t_all)).sum(-1)
+
+
+def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
+    """Generalised Jensen-Shannon divergence (TRL's definition), per position (...).
+
+    beta = 0: forward KL(teacher || student); beta = 1: reverse KL(student || teacher);
+    otherwise beta * KL(T || M) + (1 - beta) * KL(S || M) with M = beta T + (1 - beta) S.
+    """
+    s = F.log_softmax(student_logits.float(), -1)
+    t = F.log_softmax(teacher_logits.float(), -1)
+    if beta == 0:
+        return (t.exp() * (t - s)).sum(-1)
+    if beta == 1:
+        return (s.exp() * (s - t)).sum(-1)
+    m = torch.logsumexp(torch.stack([s + math.log(1 - beta), t + math.log(beta)]), 0)
+    return beta * (t.exp() * (t - m)).sum(-1) + (1 - beta) * (s.exp() * (s - m)).sum(-1)
+
+
+# --------------------------------------------------------------------------- one turn, explained
+def explain_turn(model, tokenizer, question: str, response: str, next_state: str, cfg: Optional[OPDConfig] = None,
+                 combined: bool = False, judge=None) -> dict:
+    """Everything ``claw opd`` shows for one turn: the judge's score and hint, and per response
+    token its text and character span in ``response``, the student's and the teacher's log-prob
+    and the advantage (OPD, or with ``combined`` the combined advantage).
+
+    The student prompt is ``question`` in the model's prompt format, the teacher prompt the same
+    with the hint; the response is tokenised once, as the continuation of that prompt, and both
+    are scored on those ids. Raises ValueError for an empty response.
+    """
+    from ..prompts import build_prompt, response_text, teacher_prompt
+    from ..text.corrections import guess_lang
+    from ..text.tokens import subtoken_spans
+
+    cfg = cfg or OPDConfig()
+    lang = guess_lang(question, response)
+    cont = response_text(response, lang, tokenizer)
+    ids = encode(tokenizer, cont)
+    if not ids:
+        raise ValueError("the response is empty: there is no token to score")
+    sig = judge_turn(response, next_state, judge, cfg)
+    prompts = [build_prompt(question, lang, tokenizer=tokenizer)]
+    if sig.hint:
+        prompts.append(teacher_prompt(question, sig.hint, lang, tokenizer=tokenizer))
+    lps = token_logprobs(model, tokenizer, prompts, [ids] * len(prompts))
+    old, teacher = lps[0], (lps[1] if sig.hint else None)
+    if combined:
+        adv, _ = combined_advantages(sig, teacher, old, cfg)
+    else:
+        adv = opd_advantages(teacher, old, cfg) if teacher is not None else np.zeros(len(ids))
+    off = len(cont) - len(response)
+    tokens = [{"text": s.text, "start": max(0, s.start - off), "end": max(0, s.end - off),
+               "student_logprob": round(float(old[k]), 4),
+               "teacher_logprob": None if teacher is None else round(float(teacher[k]), 4),
+               "advantage": round(float(adv[k]), 4)} for k, s in enumerate(subtoken_spans(tokenizer, ids))]
+    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "tokens": tokens}

@@ -1,0 +1,292 @@
+"""Pre-train the kit's tiny GPT on the fact world, and evaluate it (``claw pretrain``; notebook 05a).
+
+Deterministic from the seed: the corpus, the byte-level BPE tokenizer and the weights are
+regenerated the same way on the same software (CPU, fixed thread count). The checkpoint is saved
+in the standard Hugging Face layout with a ``manifest.json`` (sha256 of every file, config, seed,
+loss curve, evaluation), so exactly the same loading code serves a real Hugging Face model.
+
+Cost: 1,500 steps of batch 48 (sequences of about 65 tokens) take about 10 minutes on 2 idle CPU
+cores (621 s for the shipped checkpoint, corpus and tokenizer included); the plan's budget was 5
+minutes. 900 steps were tried (on an earlier mix) and gave a visibly weaker model (misconception
+belief 0.26 instead of 0.67, gap AUC 0.87 in Chinese), so the shipped checkpoint keeps 1,500.
+Tests never retrain it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+from ..models.lm import encode_pair, generate, pack, response_logprobs
+from ..prompts import build_prompt, response_text
+from ..text.phrases import CORRECTION_LEADS, STYLE_HINTS
+from .corpus import make_example, sample_corpus
+from .world import Fact, FactWorld, WorldConfig
+
+__all__ = ["PretrainConfig", "pretrain", "reevaluate", "train_tokenizer", "evaluate_lm", "auc", "file_sha256"]
+
+
+@dataclass
+class PretrainConfig:
+    """The tiny GPT and its training run (defaults = the shipped checkpoint)."""
+
+    seed: int = 0
+    """seed of the world, the corpus, the initial weights and the batch order"""
+    world: WorldConfig = field(default_factory=WorldConfig)
+    """the fact world and the mix of examples"""
+    vocab_size: int = 2048
+    """byte-level BPE vocabulary (never produces an unknown token)"""
+    tokenizer_examples: int = 30_000
+    """examples the tokenizer is trained on"""
+    n_layer: int = 4
+    n_embd: int = 192
+    n_head: int = 6
+    n_positions: int = 160
+    """longest sequence in tokens"""
+    steps: int = 1500
+    batch_size: int = 48
+    lr: float = 2e-3
+    """peak learning rate (AdamW, linear warm-up then cosine to 10 %)"""
+    warmup: int = 50
+    weight_decay: float = 0.01
+    threads: int = 2
+    """torch CPU threads (results are reproducible for a fixed count)"""
+    eval_every: int = 0
+    """0: evaluate only at the end"""
+
+
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def train_tokenizer(texts: List[str], vocab_size: int = 2048):
+    """A byte-level BPE tokenizer (GPT-2 style) trained on ``texts``; eos = ``<|endoftext|>``.
+
+    Chinese characters and full-width punctuation are split one by one before BPE, so a token
+    never spans two of them; English words are merged within words only."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    eos = "<|endoftext|>"
+    tk = Tokenizer(models.BPE())
+    # every CJK character is its own pre-token, so no merge spans two characters: on a small,
+    # repetitive corpus BPE would otherwise learn "国的首都是伦敦" as ONE token, and no reward
+    # could tell 伦敦 from 首都 (English merges stay inside words by the GPT-2 regex)
+    tk.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex("[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False),
+    ])
+    tk.decoder = decoders.ByteLevel()
+    tk.post_processor = processors.ByteLevel(trim_offsets=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=[eos],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tk.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=eos, eos_token=eos, unk_token=eos,
+                                   pad_token=eos, model_max_length=1024)
+
+
+def _lr_at(step: int, cfg: PretrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    p = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def _batch(world, tok, rng, n):
+    exs = [make_example(world, rng) for _ in range(n)]
+    prompts, responses = [], []
+    for e in exs:
+        p, r, _ = encode_pair(tok, e.prompt, e.response)
+        prompts.append(p)
+        responses.append(r + [tok.eos_token_id])
+    return pack(prompts, responses, tok.pad_token_id)
+
+
+def pretrain(config: Optional[PretrainConfig] = None, out_dir=None, progress: bool = True,
+             evaluate: bool = True) -> dict:
+    """Generate the corpus, train the tokenizer and the model, save them to ``out_dir`` (default
+    the shipped ``data/tiny-gpt``) with ``manifest.json``; return the manifest."""
+    from tqdm.auto import tqdm
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from ..models.lm import TINY_LM_DIR, logprobs_from_batch
+
+    cfg = config or PretrainConfig()
+    out = Path(out_dir) if out_dir else TINY_LM_DIR
+    t0 = time.time()
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        world = FactWorld(cfg.world)
+        corpus = sample_corpus(world, cfg.tokenizer_examples, seed=cfg.seed)
+        tok = train_tokenizer([e.prompt + e.response for e in corpus], cfg.vocab_size)
+        torch.manual_seed(cfg.seed)
+        mcfg = GPT2Config(vocab_size=len(tok), n_positions=cfg.n_positions, n_embd=cfg.n_embd,
+                          n_layer=cfg.n_layer, n_head=cfg.n_head, resid_pdrop=0.0, embd_pdrop=0.0,
+                          attn_pdrop=0.0, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
+                          pad_token_id=tok.eos_token_id)
+        model = GPT2LMHeadModel(mcfg)
+        decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+        no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                 {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
+        rng = random.Random(cfg.seed + 1)
+        losses: List[float] = []
+        model.train()
+        bar = tqdm(range(cfg.steps), desc="pretrain", disable=not progress)
+        for step in bar:
+            for g in opt.param_groups:
+                g["lr"] = _lr_at(step, cfg)
+            batch = _batch(world, tok, rng, cfg.batch_size)
+            if batch.input_ids.shape[1] > cfg.n_positions:
+                raise ValueError(f"a sequence of {batch.input_ids.shape[1]} tokens exceeds n_positions={cfg.n_positions}")
+            lp = logprobs_from_batch(model, batch)                        # (B, T)
+            loss = -(lp.sum() / batch.response_mask.sum())                  # mean NLL per answer token
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+            if step % 10 == 0:
+                bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
+        model.eval()
+        train_s = time.time() - t0
+        out.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(out, safe_serialization=True)
+        tok.save_pretrained(out)
+        manifest = {
+            "what": "claw-kit tiny GPT-2 trained on the fact world (claw_lib.pretrain)",
+            "seed": cfg.seed,
+            "config": asdict(cfg),
+            "n_params": int(sum(p.numel() for p in model.parameters())),
+            "misconception_strength": cfg.world.misconception_strength,
+            "misconceptions": {k: list(v) for k, v in world.misconceptions.items()},
+            "loss": {"first_10": float(np.mean(losses[:10])), "last_10": float(np.mean(losses[-10:])),
+                     "last_50": float(np.mean(losses[-50:])),
+                     "every_50": [round(float(np.mean(losses[k:k + 50])), 4) for k in range(0, len(losses), 50)]},
+            "train_seconds": round(train_s, 1),
+            "software": {"torch": torch.__version__, "python": platform.python_version(),
+                         "threads": cfg.threads},
+        }
+        if evaluate:
+            manifest["eval"] = evaluate_lm(model, tok, world)
+        manifest["files"] = {f.name: file_sha256(f) for f in sorted(out.iterdir())
+                             if f.is_file() and f.name != "manifest.json"}
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        return manifest
+    finally:
+        torch.set_num_threads(prev_threads)
+
+
+def reevaluate(out_dir=None) -> dict:
+    """Evaluate an existing checkpoint again with the current :func:`evaluate_lm` and rewrite the
+    ``eval`` and ``files`` entries of its manifest (training entries are kept). Returns it."""
+    from ..models.lm import TINY_LM_DIR, load_causal_lm
+
+    out = Path(out_dir) if out_dir else TINY_LM_DIR
+    manifest = json.loads((out / "manifest.json").read_text())
+    model, tok = load_causal_lm(str(out))
+    cfg = manifest.get("config", {})
+    world_cfg = WorldConfig(**cfg["world"]) if "world" in cfg else WorldConfig()
+    manifest["eval"] = evaluate_lm(model, tok, FactWorld(world_cfg))
+    manifest["files"] = {f.name: file_sha256(f) for f in sorted(out.iterdir())
+                         if f.is_file() and f.name != "manifest.json"}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    return manifest
+
+
+# --------------------------------------------------------------------------- evaluation
+def auc(pos: np.ndarray, neg: np.ndarray) -> float:
+    """P(score of a positive > score of a negative), ties count half (Mann-Whitney U / n_pos n_neg)."""
+    pos, neg = np.asarray(pos, float), np.asarray(neg, float)
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    diff = pos[:, None] - neg[None, :]
+    return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
+
+
+def _greedy_acc(model, tok, facts: List[Fact], hints: Optional[List[str]] = None, style: str = "formal"):
+    prompts = [build_prompt(f.question(), f.lang, hints[k] if hints else None) for k, f in enumerate(facts)]
+    gens = generate(model, tok, prompts, max_new_tokens=48, greedy=True)
+    ok = [g.text.strip() == f.answer(style=style) for g, f in zip(gens, facts)]
+    return ok, gens
+
+
+def _gaps(model, tok, facts: List[Fact], values: List[str], lang: str) -> Dict[str, np.ndarray]:
+    """Teacher-minus-student gap of the answers stating ``values``, with a correction stating the
+    truth as the hint: summed over the whole answer ("answer") and over the tokens of the value
+    ("value", the span where a correct and a wrong answer differ)."""
+    answers = [response_text(f.answer(v), lang) for f, v in zip(facts, values)]
+    hints = [CORRECTION_LEADS[lang][0] + f.answer() for f in facts]
+    plain = [build_prompt(f.question(), lang) for f in facts]
+    hinted = [build_prompt(f.question(), lang, h) for f, h in zip(facts, hints)]
+    s = response_logprobs(model, tok, plain + hinted, answers + answers)
+    n = len(facts)
+    whole, value = np.zeros(n), np.zeros(n)
+    for k, (a, v) in enumerate(zip(answers, values)):
+        gap = s.logprobs[n + k] - s.logprobs[k]
+        st = a.rfind(v)
+        sel = [i for i, t in enumerate(s.tokens[k]) if t.end > st and t.start < st + len(v)]
+        whole[k], value[k] = gap.sum(), gap[sel].sum()
+    return {"answer": whole, "value": value}
+
+
+def evaluate_lm(model, tok, world: FactWorld, seed: int = 0) -> Dict:
+    """Accuracy without a hint on known facts, with a hint on held-out facts, how often the planted
+    misconceptions are stated, style following, and the AUC of the teacher-minus-student gap.
+
+    gap = sum_t [log p(y_t | prompt + hint) - log p(y_t | prompt)], the hint a correction stating
+    the truth, on held-out facts and the misconceptions. ``gap_auc`` sums over the value's tokens
+    (where a correct and a wrong answer differ) and is the AUC of correct vs wrong answers (wrong =
+    another country's value, or the planted wrong capital); ``gap_auc_whole_answer`` sums over the
+    whole answer; ``gap_paired_acc`` is the share of facts whose correct answer has the larger gap.
+    """
+    rng = random.Random(seed)
+    res: Dict = {}
+    for lang in ("zh", "en"):
+        known = world.facts("known_clean", langs=(lang,))
+        ok, _ = _greedy_acc(model, tok, known)
+        res[f"known_acc_no_hint_{lang}"] = round(float(np.mean(ok)), 4)
+        held = world.facts("heldout", langs=(lang,))
+        ok, _ = _greedy_acc(model, tok, held)
+        res[f"heldout_acc_no_hint_{lang}"] = round(float(np.mean(ok)), 4)
+        ok, _ = _greedy_acc(model, tok, held, [f.answer() for f in held])
+        res[f"heldout_acc_with_hint_{lang}"] = round(float(np.mean(ok)), 4)
+        mis = world.facts("misconception", langs=(lang,))
+        prompts = [build_prompt(f.question(), lang) for f in mis]
+        sc = response_logprobs(model, tok, prompts + prompts,
+                               [response_text(f.answer(world.wrong_value(f)), lang) for f in mis]
+                               + [response_text(f.answer(), lang) for f in mis])
+        p_wrong = [math.exp(float(x.sum())) for x in sc.logprobs[:len(mis)]]
+        p_right = [math.exp(float(x.sum())) for x in sc.logprobs[len(mis):]]
+        res[f"misconception_p_wrong_{lang}"] = round(float(np.mean(p_wrong)), 4)
+        res[f"misconception_p_right_{lang}"] = round(float(np.mean(p_right)), 4)
+        sample = rng.sample(known, 40)
+        for style in STYLE_HINTS:
+            hint = STYLE_HINTS[style][0 if lang == "zh" else 1]
+            ok, _ = _greedy_acc(model, tok, sample, [hint] * len(sample), style=style)
+            res[f"style_{style}_acc_{lang}"] = round(float(np.mean(ok)), 4)
+        # teacher-minus-student gap: held-out facts and misconceptions, correct vs wrong answers
+        facts = held + mis
+        wrong = [world.wrong_value(f) or world.distractor(f, rng) for f in facts]
+        g_ok, g_bad = _gaps(model, tok, facts, [f.truth for f in facts], lang), _gaps(model, tok, facts, wrong, lang)
+        res[f"gap_auc_{lang}"] = round(auc(g_ok["value"], g_bad["value"]), 4)
+        res[f"gap_auc_whole_answer_{lang}"] = round(auc(g_ok["answer"], g_bad["answer"]), 4)
+        res[f"gap_paired_acc_{lang}"] = round(float(np.mean(g_ok["answer"] > g_bad["answer"])), 4)
+        res[f"gap_value_mean_correct_{lang}"] = round(float(g_ok["value"].mean()), 3)
+        res[f"gap_value_mean_wrong_{lang}"] = round(float(g_bad["value"].mean()), 3)
+        res[f"gap_value_misconception_wrong_{lang}"] = round(float(g_bad["value"][len(held):].mean()), 3)
+    return res

@@ -1,0 +1,101 @@
+"""Causal LM helpers: packing, log-probs against a direct computation and the model's loss, sampling."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from claw_lib.models.lm import encode_pair, generate, load_causal_lm, logprobs_from_batch, pack, response_logprobs
+from claw_lib.models.loading import ModelNotAvailableError
+
+
+@pytest.fixture(scope="module")
+def random_lm(tmp_path_factory):
+    """A randomly initialised tiny GPT-2 saved in the HF layout, loaded through the kit's loader."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from claw_lib.toy.corpus import sample_corpus
+    from claw_lib.toy.pretrain import train_tokenizer
+    from claw_lib.toy.world import FactWorld
+
+    d = tmp_path_factory.mktemp("random-gpt")
+    tok = train_tokenizer([e.prompt + e.response for e in sample_corpus(FactWorld(), 500)], 400)
+    torch.manual_seed(0)
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=128, n_embd=32, n_layer=2, n_head=2))
+    m.save_pretrained(d)
+    tok.save_pretrained(d)
+    return load_causal_lm(str(d))
+
+
+def test_pack_shapes_and_masks():
+    b = pack([[1, 2, 3], [4]], [[5, 6], [7, 8, 9]], pad_id=0)
+    assert b.input_ids.tolist() == [[1, 2, 3, 5, 6], [4, 7, 8, 9, 0]]
+    assert b.attention_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]]
+    assert b.response_mask.tolist() == [[True, True, False], [True, True, True]]
+    assert b.logit_index.tolist() == [[2, 3, 0], [0, 1, 2]]
+    with pytest.raises(ValueError, match="empty"):
+        pack([[]], [[1]], 0)
+
+
+def test_logprobs_match_direct_computation_and_model_loss(random_lm):
+    model, tok = random_lm
+    prompts = ["问：法国的首都是哪里？\n答：", "Q: What is the capital of France?\nA:"]
+    responses = ["法国的首都是巴黎。", " The capital of France is Paris."]
+    scores = response_logprobs(model, tok, prompts, responses)
+    for p, r, lp in zip(prompts, responses, scores.logprobs):
+        pid, rid, offs = encode_pair(tok, p, r)
+        assert len(lp) == len(rid) == len(offs)
+        ids = torch.tensor([pid + rid])
+        with torch.no_grad():
+            logits = model(ids).logits[0]
+            direct = F.log_softmax(logits[len(pid) - 1:-1], -1).gather(-1, torch.tensor(rid)[:, None])[:, 0]
+            labels = ids.clone()
+            labels[0, :len(pid)] = -100
+            loss = model(ids, labels=labels).loss
+        assert np.allclose(lp, direct.numpy(), atol=1e-5)
+        assert np.isclose(-lp.mean(), float(loss), atol=1e-5)
+
+
+def test_batched_equals_one_by_one(random_lm):
+    model, tok = random_lm
+    prompts = ["问：a\n答：", "Q: a much longer prompt with many more tokens in it\nA:", "x"]
+    responses = ["巴黎。", " Paris", " 👍🏽 ok"]
+    batched = response_logprobs(model, tok, prompts, responses, batch_size=3)
+    for k in range(3):
+        single = response_logprobs(model, tok, [prompts[k]], [responses[k]])
+        assert np.allclose(batched.logprobs[k], single.logprobs[0], atol=1e-5)
+
+
+def test_offsets_cover_response(random_lm):
+    _, tok = random_lm
+    r = "法国的首都是巴黎。 ok 👍🏽"
+    _, rid, offs = encode_pair(tok, "p", r)
+    assert len(rid) == len(offs)
+    assert all(0 <= t.start <= t.end <= len(r) for t in offs)
+    assert tok.decode(rid) == r
+
+
+def test_logprobs_have_gradients(random_lm):
+    model, tok = random_lm
+    p, r, _ = encode_pair(tok, "问：x\n答：", "巴黎。")
+    lp = logprobs_from_batch(model, pack([p], [r], tok.pad_token_id))
+    lp.sum().backward()
+    assert any(q.grad is not None and q.grad.abs().sum() > 0 for q in model.parameters())
+    model.zero_grad(set_to_none=True)
+
+
+def test_generate_is_reproducible(random_lm):
+    model, tok = random_lm
+    a = generate(model, tok, ["问：x\n答：", "Q: y\nA:"], max_new_tokens=8, seed=3)
+    b = generate(model, tok, ["问：x\n答：", "Q: y\nA:"], max_new_tokens=8, seed=3)
+    assert [g.ids for g in a] == [g.ids for g in b]
+    assert all(len(g.ids) <= 8 for g in a)
+
+
+def test_missing_models_are_clear_errors(tmp_path, monkeypatch):
+    with pytest.raises(ModelNotAvailableError, match="never downloads"):
+        load_causal_lm("Qwen/Qwen2.5-0.5B-Instruct-not-here")
+    import claw_lib.models.lm as lm
+
+    monkeypatch.setattr(lm, "TINY_LM_DIR", tmp_path / "nothing")
+    with pytest.raises(ModelNotAvailableError, match="claw pretrain"):
+        load_causal_lm("tiny")

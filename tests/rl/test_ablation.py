@@ -1,0 +1,65 @@
+"""The ablation runner: summaries and paired differences by hand, settings reaching PPOConfig, results round-trip."""
+import json
+
+import numpy as np
+import pytest
+
+from claw_lib.rl.ablation import markdown_table, ordering_report, paired, reproduce, steps_to_target, summarise
+
+
+def test_ablation_helpers(tmp_path):
+    assert steps_to_target([(0, 0.2), (2, 0.5), (4, 0.95)], 0.9) == 4
+    assert steps_to_target([(0, 0.2)], 0.9) is None
+    rows = [{"strategy": "opd", "user": "teacher", "seed": s, "base_score": 0.2, "score_at_8": 0.5, "final_score": f,
+             "steps_to_target": None} for s, f in [(0, 0.6), (1, 0.8)]]
+    s = summarise(rows)[("teacher", "opd")]
+    assert s["final"] == pytest.approx(0.7) and s["final_std"] == pytest.approx(0.1) and s["reached"] == 0
+    assert "0.25 / 0.72" in markdown_table(rows)
+    with pytest.raises(ValueError, match="unknown setting"):
+        reproduce(tmp_path, users=["boss"], progress=False)
+    with pytest.raises(ValueError, match="grid must be one of"):
+        reproduce(tmp_path, grid="huge", progress=False)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        reproduce(tmp_path, strategies=["ppo"], users=["teacher"], progress=False)
+
+
+def test_paired_difference_against_hand_computation():
+    finals = {"combined": [0.9, 1.0, 0.8, 0.95], "opd": [0.8, 1.0, 0.9], "binary_rl": [0.5, 0.6, 0.7, 0.6]}
+    rows = [{"strategy": k, "user": "teacher", "seed": s, "final_score": f}
+            for k, v in finals.items() for s, f in enumerate(v)]
+    p = paired(rows, "teacher", "combined", "opd")
+    d = np.array([0.1, 0.0, -0.1])  # seed 3 has no opd run: not paired
+    assert p["n"] == 3 and p["mean"] == pytest.approx(d.mean(), abs=1e-12)
+    assert p["se"] == pytest.approx(np.sqrt(((d - d.mean()) ** 2).sum() / 2) / np.sqrt(3))
+    assert (p["wins"], p["ties"], p["losses"]) == (1, 1, 1)
+    assert paired(rows, "student", "combined", "opd") is None
+    one = paired([r for r in rows if r["seed"] == 0], "teacher", "combined", "opd")
+    assert one["n"] == 1 and one["se"] == 0.0
+    rep = ordering_report(rows)
+    assert "| teacher | combined - opd | +0.000 +- 0.058 | 1 / 1 / 1 |" in rep
+    assert "| teacher | opd - binary_rl | +0.300 +- 0.058 | 3 / 0 / 0 |" in rep
+    assert ordering_report([r for r in rows if r["strategy"] == "combined"]) == ""
+
+
+def test_reproduce_passes_each_settings_config(tmp_path, monkeypatch):
+    import claw_lib.rl.ablation as ab
+
+    seen = []
+
+    def fake_train(cfg):
+        seen.append(cfg)
+        return [{"step": 0, "eval/score": 0.1}, {"step": 1, "eval/score": 0.5 + 0.1 * cfg.seed}]
+
+    monkeypatch.setattr(ab, "train", fake_train)
+    rows = ab.reproduce(tmp_path, users=["teacher-rl-pos", "teacher-vague"], strategies=["opd", "combined"],
+                        seeds=[0, 1], steps=1, progress=False)
+    by = {(c.strategy, c.task.p_vague, c.opd.w_rl_negative) for c in seen}
+    assert by == {("combined", None, 0.0), ("opd", 0.5, None), ("combined", 0.5, None)}  # rl-pos runs combined only
+    assert len(rows) == 6 and (tmp_path / "ablation.md").exists()
+    p = ab.paired(rows, "teacher-rl-pos", "combined", ("teacher-vague", "opd"))
+    assert p["n"] == 2 and p["mean"] == pytest.approx(0.0) and p["ties"] == 2
+    assert "| teacher-vague | combined - opd | +0.000 +- 0.000 | 0 / 2 / 0 |" in (tmp_path / "ablation.md").read_text()
+    back, curves = ab.load_results(tmp_path)
+    assert json.dumps(back) == json.dumps(rows) and curves["teacher-vague/opd/1"] == [(0, 0.1), (1, 0.6)]
+    with pytest.raises(FileNotFoundError, match="claw reproduce"):
+        ab.load_results(tmp_path / "nothing")

@@ -1,0 +1,172 @@
+"""The PPO loop: every strategy, resume, golden trajectories, public stages, a Hugging Face folder."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from claw_lib.config import LossConfig, PPOConfig, TaskConfig, override
+from claw_lib.rl.ppo import STRATEGIES, train
+
+GOLDEN = Path(__file__).parent / "golden" / "trajectories.json"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_smoke_two_steps_every_strategy(strategy, tmp_path):
+    hist = train(PPOConfig(strategy=strategy, steps=2, batch_size=4, eval_prompts=8, progress=False), tmp_path)
+    assert [h["step"] for h in hist] == [0, 1, 2]
+    for h in hist[1:]:
+        assert all(np.isfinite(v) for v in h.values())
+        assert 0 <= h["reward/score"] <= 1
+    assert (tmp_path / "metrics.csv").exists() and len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("distill", ["forward_kl", "topk_reverse_kl"])
+def test_distillation_losses_are_divergences(distill):
+    """opd_kl with either divergence: a KL (forward, or reverse over the teacher's top-K plus a tail
+    bin) is >= 0, so the logged loss is too; an unknown name is refused before any work."""
+    hist = train(PPOConfig(strategy="opd_kl", task=TaskConfig(user="teacher"), loss=LossConfig(distill=distill, distill_topk=4), steps=2, batch_size=6,
+                           eval_prompts=4, progress=False))
+    losses = [h["policy/loss"] for h in hist[1:]]
+    assert all(np.isfinite(x) and x >= 0 for x in losses) and any(x > 0 for x in losses)
+    with pytest.raises(ValueError, match="distill must be"):
+        train(PPOConfig(strategy="opd_kl", loss=LossConfig(distill="reverse"), steps=1, progress=False))
+
+
+@pytest.mark.parametrize("strategy", ["sentence", "binary"])
+def test_smoke_two_part_questions(strategy):
+    hist = train(PPOConfig(strategy=strategy, task=TaskConfig(questions="pair", misconception_share=1.0), steps=1, batch_size=4,
+                           eval_prompts=4, progress=False))
+    assert np.isfinite(hist[-1]["policy/loss"]) and 0 <= hist[-1]["eval/score"] <= 1
+
+
+def test_smoke_gae_with_value_head_and_kl(tmp_path):
+    hist = train(PPOConfig(strategy="binary_rl", steps=2, batch_size=4, eval_prompts=8, advantage="gae",
+                           loss=LossConfig(kl_coef=0.1), epochs=2, minibatches=2, progress=False))
+    assert "value/explained_variance" in hist[-1] and np.isfinite(hist[-1]["value/explained_variance"])
+    hist = train(PPOConfig(strategy="binary_rl", steps=1, batch_size=4, eval_prompts=8, advantage="grpo", progress=False))
+    assert np.isfinite(hist[-1]["policy/loss"])
+
+
+def strip_timings(hist):
+    return [{k: v for k, v in h.items() if not k.startswith("timing/")} for h in hist]
+
+
+def test_resume_after_interruption_gives_the_same_run(tmp_path):
+    cfg = PPOConfig(strategy="combined", steps=4, batch_size=4, eval_prompts=8, save_every=2, progress=False)
+    full = train(cfg, tmp_path / "full")
+    part = train(cfg, tmp_path / "part", stop_after=3)   # interrupted after step 3; last checkpoint: step 2
+    assert len(part) == 4
+    resumed = train(cfg, tmp_path / "part")              # resumes from step 2
+    assert strip_timings(resumed) == strip_timings(full)
+
+
+#: golden runs: name -> PPOConfig overrides of a short run (3 steps of 8 prompts, or 2 of 6)
+GOLDEN_RUNS = {
+    "combined": {"strategy": "combined", "task.user": "teacher", "steps": 3, "batch_size": 8, "eval_prompts": 16},
+    "binary": {"strategy": "binary", "steps": 2, "batch_size": 6, "eval_prompts": 8},
+    "perplexity": {"strategy": "perplexity", "steps": 2, "batch_size": 6, "eval_prompts": 8},
+    "opd_kl_topk": {"strategy": "opd_kl", "task.user": "teacher", "loss.distill": "topk_reverse_kl", "steps": 2,
+                    "batch_size": 6, "eval_prompts": 8},
+    "binary_rl_gae": {"strategy": "binary_rl", "advantage": "gae", "loss.kl_coef": 0.1, "epochs": 2, "minibatches": 2,
+                      "steps": 2, "batch_size": 4, "eval_prompts": 8},
+}
+
+
+def golden_config(name: str) -> PPOConfig:
+    return override(PPOConfig(seed=0, progress=False), GOLDEN_RUNS[name])
+
+
+@pytest.mark.parametrize("name", list(GOLDEN_RUNS))
+def test_golden_trajectory(name):
+    """Short runs whose every logged number (timings aside) is stored in golden/trajectories.json and
+    compared with a relative tolerance of 1e-3 (TRL's invariant tests do the same). If the loop
+    changes on purpose, re-record with ``python tools/record_golden.py`` and review the diff."""
+    hist = strip_timings(train(golden_config(name)))
+    gold = json.loads(GOLDEN.read_text())[name]
+    assert len(hist) == len(gold)
+    for h, g in zip(hist, gold):
+        assert h.keys() == g.keys()
+        for k in g:
+            assert h[k] == pytest.approx(g[k], rel=1e-3, abs=1e-5), (name, h["step"], k)
+
+
+def record_golden() -> None:
+    """Write golden/trajectories.json from the current code (tools/record_golden.py calls this)."""
+    GOLDEN.write_text(json.dumps({n: strip_timings(train(golden_config(n))) for n in GOLDEN_RUNS}, indent=1) + "\n")
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def chat_lm_dir(tmp_path_factory):
+    """A random Qwen2-architecture model with a ChatML template, saved as a Hugging Face folder: the
+    shape of a user's instruct checkpoint (e.g. Qwen2.5-0.5B-Instruct), small enough for a CPU test."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from claw_lib.toy.corpus import sample_corpus
+    from claw_lib.toy.pretrain import train_tokenizer
+    from claw_lib.toy.world import FactWorld
+
+    d = tmp_path_factory.mktemp("random-qwen2-chat")
+    tok = train_tokenizer([e.prompt + e.response for e in sample_corpus(FactWorld(), 500)], 400)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tok.chat_template = CHATML
+    torch.manual_seed(0)
+    m = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                     num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
+                                     eos_token_id=tok.eos_token_id, tie_word_embeddings=True))
+    m.save_pretrained(d)
+    tok.save_pretrained(d)
+    return str(d)
+
+
+@pytest.mark.parametrize("strategy", ["combined", "binary", "opd_kl"])
+def test_smoke_a_hugging_face_folder_with_a_chat_template(strategy, chat_lm_dir, tmp_path):
+    """Smoke test: the PPO loop on a model given by path, as a GPU user would pass a model name."""
+    from claw_lib.models.lm import load_causal_lm
+    from claw_lib.prompts import teacher_prompt
+    from claw_lib.toy.users import FactEnv
+
+    _, tok = load_causal_lm(chat_lm_dir)
+    task = FactEnv(user="teacher", tokenizer=tok).sample(1)[0]
+    assert task.prompt.startswith("<|im_start|>user\n") and task.prompt.endswith("<|im_start|>assistant\n")
+    tp = teacher_prompt(task.fact.question(), "Say Keep it up!", task.fact.lang, tokenizer=tok)
+    assert "[user's hint / instruction]\nSay Keep it up!<|im_end|>" in tp
+    cfg = PPOConfig(strategy=strategy, task=TaskConfig(user="teacher"), model=chat_lm_dir, steps=2, batch_size=4, eval_prompts=4,
+                    max_new_tokens=8, progress=False)
+    hist = train(cfg, tmp_path)
+    assert [h["step"] for h in hist] == [0, 1, 2]
+    assert all(np.isfinite(v) for h in hist for v in h.values() if isinstance(v, float))
+    assert json.loads((tmp_path / "config.json").read_text())["model"] == chat_lm_dir
+
+
+def test_public_stages_give_what_train_gives():
+    """One step through rollout -> compute_signals -> compute_advantages -> ppo_update, by hand, logs the
+    same numbers as train() (which loads its own copy of the policy) and leaves the same weights."""
+    from claw_lib.models.lm import load_causal_lm
+    from claw_lib.rl.ppo import Scorer, compute_advantages, compute_signals, ppo_update, rollout
+    from claw_lib.signals.opd import frozen_teacher
+    from claw_lib.toy.users import FactEnv
+
+    cfg = PPOConfig(strategy="combined", task=TaskConfig(user="teacher"), steps=1, batch_size=6, eval_prompts=4,
+                    progress=False)
+    torch.set_num_threads(cfg.threads)
+    policy, tok = load_causal_lm("tiny")
+    ref = frozen_teacher(policy)
+    ro = rollout(policy, tok, FactEnv(user="teacher", seed=cfg.seed), cfg, step=0, ref=ref)
+    assert ro.logprobs.shape == ro.batch.response_mask.shape == (6, max(len(r) for r in ro.response_ids))
+    sig = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, ref, tok))
+    adv = compute_advantages(ro, sig, cfg)
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
+    stats = ppo_update(policy, opt, ro, sig, adv, cfg, step=0)
+    by_hand = {"reward/score": float(np.mean(ro.scores)), **sig.metrics, **adv.metrics, **stats}
+    by_train = train(cfg)[1]
+    for k, v in by_hand.items():
+        assert v == pytest.approx(by_train[k], rel=1e-5, abs=1e-6), k
+    # one clipped step from ratio 1: nothing clipped, the loss is minus the mean advantage
+    assert stats["policy/clipfrac"] == 0.0
+    assert stats["policy/loss"] == pytest.approx(-float((adv.advantages * adv.mask).sum() / adv.mask.sum()), abs=1e-6)

@@ -1,0 +1,108 @@
+"""Next-state judges: boxed scores, hints, votes, the rule judge on every user's replies, the LLM judge's prompts."""
+import pytest
+
+from claw_lib.signals.judges import (
+    HintVote,
+    LLMJudge,
+    RuleJudge,
+    Vote,
+    majority_vote,
+    parse_boxed,
+    parse_hint,
+    select_hint,
+)
+from claw_lib.signals.opd import judge_turn
+
+
+def test_parse_boxed_last_box_wins_and_malformed():
+    assert parse_boxed(r"first \boxed{1} then \boxed{-1}") == -1
+    assert parse_boxed(r"\boxed{ +1 }") == 1 and parse_boxed(r"\boxed{0}") == 0
+    assert parse_boxed(r"\boxed{correction}") == -1 and parse_boxed(r"\boxed{Progress}") == 1
+    assert parse_boxed("no box at all") is None
+    assert parse_boxed(r"\boxed{maybe}") is None and parse_boxed(r"\boxed{}") is None
+    assert parse_boxed(r"\boxed{1") is None
+
+
+def test_parse_hint():
+    assert parse_hint("x [HINT_START] say Paris [HINT_END] y") == "say Paris"
+    assert parse_hint("[HINT_START]a[HINT_END][HINT_START]b[HINT_END]") == "b"
+    assert parse_hint("[HINT_START] unterminated") is None
+
+
+@pytest.mark.parametrize("scores,expected", [
+    ([1, 1, -1], 1), ([-1, -1, 1], -1), ([1, -1], 0), ([None, None], 0), ([], 0),
+    ([1, None, None], 1), ([0, 0, 1], 0), ([1, -1, 0], 0), ([None, -1], -1),
+])
+def test_majority_vote(scores, expected):
+    assert majority_vote([Vote(s) for s in scores]) == expected
+
+
+def test_select_hint():
+    votes = [HintVote(True, "short"), HintVote(True, "法国的首都是巴黎。"), HintVote(False, "a very long but negative vote"),
+             HintVote(True, "不对，法国的首都是巴黎。"), HintVote(True, None)]
+    assert select_hint(votes) == "不对，法国的首都是巴黎。"  # longest good; 9 chars is not > 10
+    assert select_hint(votes[:3]) is None
+    assert select_hint([HintVote(True, "0123456789")]) is None and select_hint([HintVote(True, "0123456789a")])
+
+
+def test_rule_judge():
+    j = RuleJudge()
+    assert j.vote("", "不对，法国的首都是巴黎。").score == -1
+    assert j.vote("", "谢谢！").score == 1 and j.vote("", "Thanks, that's right.").score == 1
+    assert j.vote("", "No, the capital of France is Paris.").score == -1
+    assert j.vote("", "不太对吧。").score == -1 and j.vote("", "嗯。").score == 0
+    h = j.hint("", "你说的不对，法国的首都是巴黎，另外法国红酒也不错。")
+    assert h.positive and h.hint == "不对，法国的首都是巴黎。"
+    assert j.hint("", "No, the capital of France is Paris. Also, nice weather.").hint == "No, the capital of France is Paris."
+    assert not j.hint("", "谢谢！").positive and not j.hint("", "不太对吧。").positive
+    style = j.hint("", "请先说“好问题！”，完整回答后再说“继续加油！”")
+    assert style.positive and "好问题" in style.hint
+
+
+@pytest.mark.parametrize("user", ["correcting", "student", "teacher"])
+def test_every_users_thanks_gives_a_plus_one_and_no_hint(user):
+    """A satisfied user's reply carries no hindsight: Binary RL +1, no OPD sample. (Found by the
+    ablation: "Great, exactly like that!" once passed as a 17-character hint and OPD pushed the
+    teacher user's favourite answer *down* in English.)"""
+    from claw_lib.toy.users import FactEnv
+
+    env = FactEnv(user=user, seed=0)
+    for t in env.sample(30):
+        f = t.fact
+        answer = f.answer(style={"student": "casual", "teacher": "friendly"}.get(user, "formal"))
+        fb = env.step(t, answer)
+        assert fb.score == 1.0 and fb.kind == "thanks", (user, answer, fb)
+        sig = judge_turn(answer, fb.next_state)
+        assert sig.score == 1 and sig.hint is None, (fb.next_state, sig)
+
+
+def test_style_hint_is_the_users_words():
+    """The cleaned hint keeps the preference as the user wrote it (no space slipped in after a
+    quoted "!"), so the teacher reads the same instruction the model was trained to follow."""
+    from claw_lib.text.phrases import STYLE_HINTS
+
+    j = RuleJudge()
+    for zh, en in STYLE_HINTS.values():
+        assert j.hint("", zh).hint == zh and j.hint("", en).hint == en
+    assert j.hint("", "Great, exactly like that!").hint is None
+
+
+def test_llm_judge_prompts_and_parses():
+    """The LLM judge's logic with canned model outputs: m votes, last box, hints, failed votes."""
+
+    class Canned(LLMJudge):
+        def __init__(self, outputs):
+            super().__init__(None, None, m=len(outputs))
+            self.outputs, self.prompts = outputs, []
+
+        def _ask(self, prompt):
+            self.prompts.append(prompt)
+            return self.outputs
+
+    j = Canned([r"progress? no. \boxed{-1}", "I cannot decide", r"\boxed{1} wait \boxed{-1}"])
+    votes = j.votes("法国的首都是伦敦。", "不对，是巴黎。")
+    assert [v.score for v in votes] == [-1, None, -1] and majority_vote(votes) == -1
+    assert "不对，是巴黎。" in j.prompts[0] and "\\boxed{1}" in j.prompts[0]
+    h = Canned([r"\boxed{1} [HINT_START]The capital of France is Paris.[HINT_END]", r"\boxed{-1}",
+                r"\boxed{1} [HINT_START]Paris.[HINT_END]"])
+    assert select_hint(h.hint_votes("a", "b")) == "The capital of France is Paris."

@@ -1,0 +1,136 @@
+"""OpenClaw-RL signals: dispatch, OPD and combined advantages, distillation losses, the gap on the tiny GPT."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from claw_lib.config import OPDConfig
+from claw_lib.prompts import teacher_prompt
+from claw_lib.signals.opd import (
+    TurnSignal,
+    binary_rl_advantages,
+    combined_advantages,
+    dispatch,
+    generalized_jsd,
+    judge_turn,
+    opd_advantages,
+    token_logprobs,
+    topk_reverse_kl,
+)
+
+
+def test_dispatch_table():
+    assert dispatch(1, "hint text!!") == "both" and dispatch(-1, "hint text!!") == "both"
+    assert dispatch(0, "hint text!!") == "opd" and dispatch(-1, None) == "rl" and dispatch(0, None) == "none"
+    lp_old, lp_t = np.array([-0.1, -0.2, -3.0]), np.array([-0.1, -0.1, -9.0])
+    a, m = combined_advantages(TurnSignal(-1, "a hint longer"), lp_t, lp_old)
+    assert np.allclose(a, -1 + (lp_t - lp_old)) and m.all()
+    a, m = combined_advantages(TurnSignal(0, "a hint longer"), lp_t, lp_old)
+    assert np.allclose(a, lp_t - lp_old)
+    a, m = combined_advantages(TurnSignal(1, None), None, lp_old, OPDConfig(w_rl=0.5))
+    assert np.allclose(a, 0.5)
+    a, m = combined_advantages(TurnSignal(0, None), None, lp_old)
+    assert not m.any()
+
+
+def test_combined_weight_of_the_negative_broadcast():
+    lp_old, lp_t = np.array([-0.1, -0.2, -3.0]), np.array([-0.1, -0.1, -9.0])
+    half = OPDConfig(w_rl=2.0, w_rl_negative=0.5)
+    a, m = combined_advantages(TurnSignal(-1, "a hint longer"), lp_t, lp_old, half)
+    assert np.allclose(a, -0.5 + (lp_t - lp_old)) and m.all()
+    a, _ = combined_advantages(TurnSignal(1, "a hint longer"), lp_t, lp_old, half)   # +1 keeps w_rl
+    assert np.allclose(a, 2.0 + (lp_t - lp_old))
+    pos_only = OPDConfig(w_rl_negative=0.0)
+    a, m = combined_advantages(TurnSignal(-1, "a hint longer"), lp_t, lp_old, pos_only)  # = OPD alone
+    assert np.allclose(a, opd_advantages(lp_t, lp_old)) and m.all()
+    a, m = combined_advantages(TurnSignal(-1, None), None, lp_old, pos_only)  # nothing left: no sample
+    assert not m.any()
+    a, m = combined_advantages(TurnSignal(1, None), None, lp_old, pos_only)
+    assert np.allclose(a, 1.0) and m.all()
+
+
+def test_opd_advantage_options():
+    t, o = np.array([-1.0, -10.0, 0.0]), np.array([-1.0, -0.5, -4.0])
+    assert np.allclose(opd_advantages(t, o), [0, -9.5, 4])
+    assert np.allclose(opd_advantages(t, o, OPDConfig(clip=2.0)), [0, -2, 2])
+    assert np.allclose(opd_advantages(t, o, OPDConfig(clip=2.0, kappa=0.02)), [0, -0.04, 0.04])
+    with pytest.raises(ValueError, match="same response token ids"):
+        opd_advantages(t, o[:2])
+    a, m = binary_rl_advantages(-1, 4)
+    assert a.tolist() == [-1] * 4 and m.all()
+    assert not binary_rl_advantages(0, 3)[1].any()
+
+
+def test_topk_reverse_kl_and_jsd_against_formulas():
+    torch.manual_seed(0)
+    s, t = torch.randn(5, 11), torch.randn(5, 11) * 2
+    full_rev = F.kl_div(F.log_softmax(t, -1), F.log_softmax(s, -1), reduction="none", log_target=True).sum(-1)
+    assert torch.allclose(topk_reverse_kl(s, t, k=11), full_rev, atol=1e-5)
+    assert torch.allclose(generalized_jsd(s, t, beta=1.0), full_rev, atol=1e-5)
+    fwd = F.kl_div(F.log_softmax(s, -1), F.log_softmax(t, -1), reduction="none", log_target=True).sum(-1)
+    assert torch.allclose(generalized_jsd(s, t, beta=0.0), fwd, atol=1e-5)
+    # beta = 0.5: the symmetric JSD, by hand
+    ps, pt = s.softmax(-1), t.softmax(-1)
+    m = 0.5 * (ps + pt)
+    jsd = 0.5 * (pt * (pt / m).log()).sum(-1) + 0.5 * (ps * (ps / m).log()).sum(-1)
+    assert torch.allclose(generalized_jsd(s, t, 0.5), jsd, atol=1e-5)
+    # top-K with a tail bin: K bins + tail, by hand
+    k = 3
+    idx = pt.topk(k, -1).indices
+    qs = torch.cat([ps.gather(-1, idx), 1 - ps.gather(-1, idx).sum(-1, keepdim=True)], -1)
+    qt = torch.cat([pt.gather(-1, idx), 1 - pt.gather(-1, idx).sum(-1, keepdim=True)], -1)
+    assert torch.allclose(topk_reverse_kl(s, t, k), (qs * (qs / qt).log()).sum(-1), atol=1e-5)
+    assert (topk_reverse_kl(s, t, k) >= -1e-6).all() and (generalized_jsd(s, t, 0.3) >= -1e-6).all()
+
+
+def test_advantage_length_equals_response_length(tiny):
+    model, tok = tiny
+    from claw_lib.prompts import build_prompt
+
+    ids = tok("法国的首都是伦敦。", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    old = token_logprobs(model, tok, [build_prompt("法国的首都是哪里？", "zh")], [ids])[0]
+    sig = judge_turn("法国的首都是伦敦。", "不对，法国的首都是巴黎。")
+    assert sig.kind == "both" and sig.score == -1
+    t = token_logprobs(model, tok, [teacher_prompt("法国的首都是哪里？", sig.hint, "zh")], [ids])[0]
+    a, mask = combined_advantages(sig, t, old)
+    assert len(a) == len(ids) == len(mask)
+    city = [k for k in range(len(ids)) if tok.decode(ids[k:k + 1]) in ("伦", "敦")]
+    assert (a[city] + 1).sum() < -5     # OPD term strongly negative on 伦敦
+    rest = [k for k in range(len(ids) - 1) if k not in city]
+    assert np.abs(a[rest] - (-1)).max() < 1.5  # near zero elsewhere (only the RL score)
+
+
+def test_gap_sign_separates_right_from_wrong_on_heldout(tiny):
+    """AUC of the summed OPD advantage, right vs wrong answers of held-out facts (>= 0.95)."""
+    from claw_lib.prompts import build_prompt, response_text
+    from claw_lib.toy.pretrain import auc
+    from claw_lib.toy.users import CorrectingUser
+    from claw_lib.toy.world import FactWorld
+
+    model, tok = tiny
+    world = FactWorld()
+    user = CorrectingUser(world, p_noise=0.0, p_vague=0.0)
+    rng = np.random.default_rng(0)
+    good, bad = [], []
+    facts = [f for f in world.facts("heldout", relations=("capital",))]
+    for f in facts:
+        for value, bucket in ((f.truth, good), (world.distractor(f, __import__("random").Random(int(rng.integers(1e9)))), bad)):
+            resp = response_text(f.answer(value), f.lang)
+            ids = tok(resp, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+            fb = user.reply(f, resp)
+            sig = judge_turn(resp, fb.next_state)
+            hint = sig.hint or (("不对，" if f.lang == "zh" else "No, ") + f.answer())  # thanks carry no hint
+            old = token_logprobs(model, tok, [build_prompt(f.question(), f.lang)], [ids])[0]
+            t = token_logprobs(model, tok, [teacher_prompt(f.question(), hint, f.lang)], [ids])[0]
+            bucket.append(float(opd_advantages(t, old).sum()))
+    assert auc(np.array(good), np.array(bad)) >= 0.95
+
+
+def test_too_long_prompt_is_a_clear_error(tiny):
+    from claw_lib.models.lm import generate
+
+    model, tok = tiny
+    with pytest.raises(ValueError, match="positions"):
+        generate(model, tok, ["很长的提示" * 100], max_new_tokens=4)
+    with pytest.raises(ValueError, match="positions"):
+        token_logprobs(model, tok, ["很长的提示" * 100], [[1, 2]])

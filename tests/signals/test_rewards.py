@@ -1,0 +1,136 @@
+"""Token rewards against their formulas; one finite reward per word whatever the input (hypothesis)."""
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from claw_lib.config import RewardConfig
+from claw_lib.signals.rewards import fuse_rewards, token_rewards
+from claw_lib.text.corrections import clean_correction, negated_spans
+
+SEED_OUT, SEED_COR = "法国的首都是伦敦。", "不对，法国的首都是巴黎。"
+
+
+def words(tr):
+    return {t.text: float(r) for t, r in zip(tr.tokens, tr.rewards)}
+
+
+def test_binary_seed_example(e5):
+    tr = token_rewards(SEED_OUT, SEED_COR, "binary", encoder=e5)
+    assert tr.rewards.tolist() == [0.5, 0.5, 0.5, 0.5, -1.0, 0.5]
+    assert tr.rejected.tolist() == [False] * 4 + [True, False]
+
+
+def test_continuous_is_the_formula_on_recorded_costs(e5):
+    cfg = RewardConfig()
+    tr = token_rewards("法国的首都是马赛。", SEED_COR, "continuous", cfg, encoder=e5)
+    C = tr.alignment.cost
+    for o in tr.alignment.alignment.ops:
+        if o.op in ("match", "replace"):
+            assert tr.rewards[o.i] == pytest.approx(np.clip(cfg.a - cfg.b * C[o.i, o.j], cfg.lo, cfg.hi))
+        elif o.op == "delete":
+            assert tr.rewards[o.i] == cfg.lo
+    assert tr.rewards.min() == tr.rewards[4] < 0 and (tr.rewards >= cfg.lo).all() and (tr.rewards <= cfg.hi).all()
+
+
+def test_negation_rejects_the_repeated_entity(e5):
+    for out, cor, bad in [("他昨天去了北京。", "不是北京，他昨天去了上海。", "北京"),
+                          ("He went to Berlin yesterday.", "Not Berlin, he went to Rome yesterday.", "Berlin"),
+                          ("鲸鱼是鱼。", "是哺乳动物，不是鱼。", "鱼"),
+                          ("Egypt is in Asia.", "Egypt is in Africa, not Asia.", "Asia")]:
+        tr = token_rewards(out, cor, "binary", encoder=e5)
+        assert words(tr)[bad] == -1.0, (out, words(tr))
+        assert bad in tr.info["negated"]
+    # without the rule, Asia would be matched with the correction's repeated Asia
+    off = token_rewards("Egypt is in Asia.", "Egypt is in Africa, not Asia.", "binary",
+                        RewardConfig(negation=False), encoder=e5)
+    assert words(off)["Asia"] > 0
+
+
+def test_cleaning_noisy_corrections(e5):
+    cc = clean_correction("你说的不对，巴黎才是首都，另外法国红酒也不错。")
+    assert cc.text == "巴黎才是首都。" and not cc.affirmation
+    assert clean_correction("No, it is Paris. Also, French wine is great.").text == "it is Paris."
+    noisy = token_rewards(SEED_OUT, "你说的不对，法国的首都是巴黎，另外法国红酒也不错。", "binary", encoder=e5)
+    assert words(noisy)["伦敦"] == -1.0 and words(noisy)["法国"] == 0.5
+    assert [s for s in negated_spans("in Asia, not Africa")] == [(13, 19)]
+
+
+def test_omissions_are_charged_only_when_asked(e5):
+    """An output that stops early matches every word it says; with ``omissions`` the word said in
+    place of the left-out words is rejected (binary), and the sentence-level control fails too."""
+    cor = "不对，法国的首都是巴黎，澳大利亚的首都是堪培拉。"
+    short = "法国的首都是巴黎。"
+    off = token_rewards(short, cor, "binary", encoder=e5)
+    assert (off.rewards == 0.5).all()  # the article's rule: insertions attach to nothing
+    on = token_rewards(short, cor, "binary", RewardConfig(omissions=True), encoder=e5)
+    assert on.info["omitted_before"] == ["。"] and words(on)["。"] == -1.0 and words(on)["巴黎"] == 0.5
+    assert (token_rewards(short, cor, "sentence", RewardConfig(omissions=True), encoder=e5).rewards == -1.0).all()
+    # a missing full stop is not an omission; a complete answer has none
+    assert not token_rewards("法国的首都是巴黎", "不对，法国的首都是巴黎。", "binary", RewardConfig(omissions=True),
+                             encoder=e5).info["omitted_before"]
+    full = token_rewards("法国的首都是伦敦，澳大利亚的首都是堪培拉。", cor, "binary", RewardConfig(omissions=True), encoder=e5)
+    assert full.info["omitted_before"] == [] and words(full)["伦敦"] == -1.0 and words(full)["堪培拉"] == 0.5
+    cut = token_rewards("法国的首都是巴黎，澳大利亚的首都是堪。", cor, "continuous", RewardConfig(omissions=True), encoder=e5)
+    assert cut.info["omitted_before"] == ["。"] and words(cut)["。"] == -1.0 and words(cut)["巴黎"] > 0
+
+
+def test_affirmation_and_vague_replies(e5):
+    ok = token_rewards("法国的首都是巴黎。", "对，谢谢！", "binary", encoder=e5)
+    assert ok.info.get("affirmation") and (ok.rewards == 0.5).all()
+    vague = token_rewards(SEED_OUT, "不太对吧。", "continuous", encoder=e5)
+    assert vague.info.get("vague") and (vague.rewards == 0).all()
+
+
+def test_sentence_level_spreads_one_scalar(e5):
+    tr = token_rewards(SEED_OUT, SEED_COR, "sentence", encoder=e5)
+    assert (tr.rewards == -1.0).all()
+    assert (token_rewards("法国的首都是巴黎。", SEED_COR, "sentence", encoder=e5).rewards == 0.5).all()
+
+
+TEXT = st.text(alphabet=st.sampled_from(list("法国的首都是伦敦巴黎。，不对 abcParisLondon.!?👍🏽12\t")), max_size=24) | st.text(max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXT, TEXT, st.sampled_from(["binary", "continuous", "sentence"]))
+def test_one_finite_reward_per_token_whatever_the_input(e5, output, correction, strategy):
+    tr = token_rewards(output, correction, strategy, encoder=e5)
+    assert len(tr.rewards) == len(tr.tokens) == len(tr.rejected)
+    assert np.all(np.isfinite(tr.rewards))
+    last = 0
+    for t in tr.tokens:
+        assert output[t.start:t.end] == t.text and t.start >= last
+        last = t.end
+    assert json.loads(json.dumps(tr.to_dict(), ensure_ascii=False))["strategy"] == strategy
+
+
+def test_perplexity_rewards_find_the_wrong_city(tiny):
+    tr = token_rewards(SEED_OUT, SEED_COR, "perplexity", judge=tiny, question="法国的首都是哪里？")
+    w = words(tr)
+    assert min(w, key=w.get) == "伦敦" and w["伦敦"] < -0.5
+    assert abs(w["法国"]) < 0.3 and abs(w["首都"]) < 0.3  # the contrast cancels what both contexts predict
+    raw = token_rewards(SEED_OUT, SEED_COR, "perplexity", RewardConfig(contrast=False), judge=tiny,
+                        question="法国的首都是哪里？")
+    assert min(words(raw), key=words(raw).get) == "伦敦" and words(raw)["伦敦"] < 0
+    en = token_rewards("The capital of France is London.", "No, the capital of France is Paris.", "perplexity",
+                       judge=tiny, question="What is the capital of France?")
+    assert min(words(en), key=words(en).get) == "London"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXT, TEXT)
+def test_perplexity_one_reward_per_token(tiny, output, correction):
+    tr = token_rewards(output, correction, "perplexity", judge=tiny)
+    assert len(tr.rewards) == len(tr.tokens) and np.all(np.isfinite(tr.rewards))
+
+
+def test_fuse_rewards():
+    rb, rp = np.array([0.5, -1.0, 0.5]), np.array([0.2, -2.0, 0.0])
+    f = fuse_rewards({"binary": rb, "perplexity": rp}, {"binary": 1.0, "perplexity": 0.5})
+    assert np.allclose(f, rb / 1.0 + 0.5 * rp / 2.0)
+    z = fuse_rewards({"a": rb}, normalise="zscore")
+    assert np.isclose(z.mean(), 0) and np.isclose(z.std(), 1)
+    with pytest.raises(ValueError, match="disagree"):
+        fuse_rewards({"a": rb, "b": rp[:2]})

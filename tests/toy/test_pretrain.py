@@ -1,0 +1,83 @@
+"""The tiny GPT: a short pre-training is deterministic; the shipped checkpoint matches its manifest and targets."""
+import json
+
+import numpy as np
+import pytest
+
+from claw_lib.models.lm import TINY_LM_DIR, generate, load_causal_lm, response_logprobs
+from claw_lib.prompts import build_prompt
+from claw_lib.toy.corpus import sample_corpus
+from claw_lib.toy.pretrain import PretrainConfig, auc, evaluate_lm, file_sha256, pretrain, train_tokenizer
+from claw_lib.toy.world import FactWorld, WorldConfig
+
+TARGETS = {"known_acc_no_hint": 0.95, "heldout_acc_with_hint": 0.9, "gap_auc": 0.95}
+
+
+def small_config(**kw):
+    return PretrainConfig(steps=60, batch_size=16, n_layer=2, n_embd=64, n_head=2, vocab_size=600,
+                          tokenizer_examples=1500, warmup=5, **kw)
+
+
+def test_short_pretraining_lowers_the_loss_and_is_deterministic(tmp_path):
+    a = pretrain(small_config(), tmp_path / "a", progress=False, evaluate=False)
+    b = pretrain(small_config(), tmp_path / "b", progress=False, evaluate=False)
+    assert a["loss"]["first_10"] > 5.0
+    assert a["loss"]["last_10"] < a["loss"]["first_10"] - 1.5
+    assert a["loss"] == b["loss"]
+    assert a["files"]["model.safetensors"] == b["files"]["model.safetensors"]
+    assert a["files"]["tokenizer.json"] == b["files"]["tokenizer.json"]
+    model, tok = load_causal_lm(str(tmp_path / "a"))  # the HF layout loads through the same loader
+    assert model.config.n_layer == 2
+
+
+def test_tokenizer_round_trips():
+    tok = train_tokenizer([e.prompt + e.response for e in sample_corpus(FactWorld(), 2000)], 800)
+    for s in ["法国的首都是巴黎。", "The capital of France is Paris.", "0123456789 3.14",
+              "👍🏽 👨‍👩‍👧 🇫🇷", "混合 mixed 文本 text！", "\u3000\t\n", "Ωμέγα café"]:
+        ids = tok(s, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == s
+        assert tok.unk_token_id not in ids or tok.unk_token_id == tok.eos_token_id
+
+
+def test_auc():
+    assert auc([3, 4], [1, 2]) == 1.0 and auc([1], [1]) == 0.5 and auc([0, 2], [1]) == 0.5
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    manifest = json.loads((TINY_LM_DIR / "manifest.json").read_text())
+    return manifest, *load_causal_lm("tiny")
+
+
+def test_checkpoint_matches_manifest(shipped):
+    manifest, model, tok = shipped
+    for name, digest in manifest["files"].items():
+        assert file_sha256(TINY_LM_DIR / name) == digest, name
+    assert manifest["n_params"] == sum(p.numel() for p in model.parameters())
+    cfg = PretrainConfig()
+    assert manifest["config"]["steps"] == cfg.steps and manifest["seed"] == cfg.seed
+    assert manifest["misconception_strength"] == WorldConfig().misconception_strength
+
+
+def test_checkpoint_meets_targets(shipped):
+    manifest, model, tok = shipped
+    ev = evaluate_lm(model, tok, FactWorld())
+    for lang in ("zh", "en"):
+        for k, target in TARGETS.items():
+            assert ev[f"{k}_{lang}"] >= target, (k, lang, ev[f"{k}_{lang}"])
+            assert ev[f"{k}_{lang}"] == pytest.approx(manifest["eval"][f"{k}_{lang}"], abs=0.02)
+        # the misconception is believed with about the planted strength, and the hint overturns it
+        assert 0.4 < ev[f"misconception_p_wrong_{lang}"] < 0.9
+        assert ev[f"gap_value_misconception_wrong_{lang}"] < -3  # the hint makes the wrong capital >= 20x less likely
+
+
+def test_hint_overturns_the_misconception(shipped):
+    _, model, tok = shipped
+    plain = build_prompt("法国的首都是哪里？", "zh")
+    hinted = build_prompt("法国的首都是哪里？", "zh", "不对，法国的首都是巴黎。")
+    assert generate(model, tok, [hinted], greedy=True)[0].text == "法国的首都是巴黎。"
+    s = response_logprobs(model, tok, [plain, hinted], ["法国的首都是伦敦。"] * 2)
+    gap = s.logprobs[1] - s.logprobs[0]
+    on_city = [k for k, t in enumerate(s.tokens[0]) if t.start >= 6 and t.end <= 8]
+    assert on_city and gap[on_city].sum() < -5           # strongly negative on 伦敦 (>= 150x less likely)
+    assert np.abs(np.delete(gap, on_city)[:-1]).max() < 1.5  # near zero on 法国的首都是
