@@ -18,6 +18,7 @@ __all__ = [
     "CORRECTION_LEADS", "THANKS", "STYLE_THANKS", "VAGUE_REPLIES", "ASIDES", "STYLE_HINTS",
     "LEADIN_WORDS", "ASIDE_STARTS", "AFFIRM_ZH", "AFFIRM_EN", "NEGATIVE_MARKERS", "POSITIVE_MARKERS",
     "POSITIVE_START_ZH", "VAGUE_MARKERS", "HINT_LEADS", "hint_lead", "with_lead",
+    "FUNCTION_WORDS", "NUMBER_WORDS_EN", "ZH_NUMERALS", "ZH_MEASURES", "CONTRAST_MARKERS", "COPULAS",
 ]
 
 # --------------------------------------------------------------------------- what users say
@@ -66,8 +67,51 @@ ASIDE_STARTS: Dict[str, Tuple[str, ...]] = {
     "en": ("also", "by the way", "btw", "besides", "anyway", "and also"),
 }
 #: a short clause starting like this confirms the answer ("对，谢谢！", "Thanks, that's right.")
-AFFIRM_ZH = re.compile(r"^(对|没错|正确|是的|好的|谢谢|对的|很好|明白了|就是这样)")
-AFFIRM_EN = re.compile(r"^(yes|right|correct|thanks|thank you|exactly|great|got it|that's right)\b", re.I)
+AFFIRM_ZH = re.compile(r"^(对|没错|正确|是的|好的|谢谢|对的|很好|明白了|就是这样|嗯|明白)")
+AFFIRM_EN = re.compile(r"^(yes|right|correct|thanks|thank you|exactly|great|got it|that's right|okay|ok|"
+                       r"makes sense)\b", re.I)
+
+# --------------------------------------------------------------------------- what the evidence rules listen for
+#: words that carry no checkable claim of their own (articles, pronouns, auxiliaries, prepositions,
+#: hedges): replacing one by another is not evidence that the output was wrong (issue 16)
+FUNCTION_WORDS: Dict[str, frozenset] = {
+    "en": frozenset("""a an the this that these those it its it's they them their theirs he him his she her we us our
+        you your i me my mine is are was were be been being am do does did has have had having will would can could
+        shall should may might must of in on at to for from by with about as into onto through over under between
+        after before during than then so and or but nor if because while where when what which who whom whose how why
+        there here also too very just only not no yes most more less much many some any all each every other such
+        own same both either neither around approximately nearly almost roughly about actually really usually mostly
+        mainly generally often always never still even isn't aren't wasn't weren't don't doesn't didn't can't won't
+        that's they're you're he's she's there's it'll let's one's s""".split()),
+    "zh": frozenset("""的 地 得 了 着 过 是 在 于 和 与 及 或 把 被 也 都 就 才 又 还 很 最 吧 啊 呢 嘛 吗 呀 啦 哦 嗯
+        这 那 这个 那个 这是 那是 它 他 她 我 你 我们 他们 它们 其 之 而 为 以 从 对 向 给 让 将 会 能 要 可以 应该 一种
+        一个 一位 个 种 位 只 其实 就是 都是 因为 所以 但是 但 可是 不过 如果 已经 非常 大约 约 大概 差不多 有 去 来 上
+        下 中 里 等 主要 通常 一般 一直 用 由 为了 属于 叫 说 吧 而且 并且 也是 还是 才是 如此 这样 那样 一起 一样
+        一切 一些 一定 十分 万一 一下 一点 一边 一旦 一共""".split()),
+}
+#: English number words (a number is a word of the "number" kind: exact, never a paraphrase)
+NUMBER_WORDS_EN: Dict[str, int] = {w: k for k, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS_EN.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                        "ninety": 90, "hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9,
+                        "dozen": 12})
+#: Chinese numeral characters and their values (units 十 百 千 万 亿 multiply)
+ZH_NUMERALS: Dict[str, int] = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+                               "七": 7, "八": 8, "九": 9, "十": 10, "百": 100, "千": 1000, "万": 10 ** 4,
+                               "亿": 10 ** 8}
+#: measure words after a Chinese numeral: 二十四个, 八天, 万公里 are numbers (with their unit)
+ZH_MEASURES = frozenset("""个 条 只 位 块 次 种 倍 元 岁 层 部 本 人 页 张 件 天 年 月 日 周 秒 分 分钟 小时 度 米 千米 公里 厘米
+    毫米 克 千克 公斤 吨 磅 英里 英尺 英寸 摄氏度 华氏度 升 毫升 亿 万""".split())
+#: a reply that starts with an affirmation is an elaboration unless one of these contrasts it
+CONTRAST_MARKERS: Dict[str, Tuple[str, ...]] = {
+    "zh": ("不过", "但", "可是", "然而", "不是", "不对", "错", "其实", "而是", "并非", "没有"),
+    "en": ("but", "however", "not", "actually", "instead", "although", "though", "wrong", "isn't", "aren't",
+           "wasn't", "no"),
+}
+#: the copula a reordered correction turns round ("Jupiter is the largest planet" <-> "the largest
+#: planet is Jupiter"; "巴黎才是首都" <-> "首都是巴黎")
+COPULAS: Dict[str, Tuple[str, ...]] = {"zh": ("才是", "就是", "是"), "en": ("is", "are", "was", "were")}
 
 # --------------------------------------------------------------------------- what the rule judge listens for
 #: a correction or a restated preference (-1); English markers match at the start or after a space

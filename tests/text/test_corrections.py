@@ -1,7 +1,7 @@
 """Reading a correction: the kept clauses, affirmations, and what a correction negates."""
 import pytest
 
-from claw_lib.text.corrections import clean_correction, guess_lang, negated_spans
+from claw_lib.text.corrections import clean_correction, guess_lang, invert_copula, negated_spans, value_key, word_kind
 
 
 @pytest.mark.parametrize("text, kept", [
@@ -43,3 +43,57 @@ def test_guess_lang():
 def test_not_a_string_is_refused():
     with pytest.raises(TypeError, match="must be a str"):
         clean_correction(None)
+
+
+@pytest.mark.parametrize("text, negated", [
+    ("电话不是爱迪生发明的，是贝尔发明的。", ["爱迪生"]),          # the first word, not the rest of the clause
+    ("不是因为相对论，是因为光电效应。", ["相对论"]),              # function words skipped
+    ("Not for relativity, it was for the photoelectric effect.", ["relativity"]),
+    ("No, goldfish do not have a three-second memory.", ["three-second"]),
+    ("Honey never spoils because it contains very little water.", ["spoils"]),  # not the rest of the sentence
+    ("It is on Wednesday, not Monday.", ["Monday"]),
+    ("Not the Great Wall, he means the Forbidden City.", ["Great Wall"]),
+    ("你说的是微软吧，不是比尔·盖茨。", ["比尔·盖茨"]),
+    ("并非如此，金鱼能记住几个月前的事情。", []),                  # negates nothing that can be named
+])
+def test_negated_spans_name_one_claim(text, negated):
+    assert [text[a:b] for a, b in negated_spans(text)] == negated
+
+
+@pytest.mark.parametrize("word, kind", [
+    ("，", "punct"), ("the", "function"), ("的", "function"), ("是", "function"),
+    ("1946", "number"), ("2.718", "number"), ("1960s", "number"), ("eight", "number"), ("二十四个", "number"),
+    ("八天", "number"), ("万公里", "number"), ("一起", "function"),
+    ("HNO3", "code"), ("2πr", "code"), ("x²", "code"), ("KCl", "code"), ("list.length", "code"),
+    ("Paris", "name"), ("伦敦", "name"), ("首都", "content"), ("vegetable", "content"),
+])
+def test_word_kind(word, kind):
+    assert word_kind(word) == kind
+
+
+def test_value_key_says_when_two_values_are_the_same():
+    same = [("八", "8"), ("eight", "8"), ("四个", "四"), ("二十四", "24"), ("Prizes", "prize"), ("Earth's", "Earth"),
+            ("万", "10000")]
+    for a, b in same:
+        assert value_key(a) == value_key(b), (a, b)
+    for a, b in [("1946", "1945"), ("2.178", "2.718"), ("HNO2", "HNO3"), ("二十个", "二十四个"), ("一年", "一天"),
+                 ("十个月", "十二个月")]:
+        assert value_key(a) != value_key(b), (a, b)
+
+
+@pytest.mark.parametrize("text, turned", [
+    ("巴黎才是首都。", "首都才是巴黎。"),
+    ("Jupiter is the largest planet in the solar system.", "the largest planet in the solar system is Jupiter."),
+    ("2才是最小的质数，1不是质数。", "最小的质数才是2，1不是质数。"),   # the negated clause stays
+    ("Spiders are not insects.", None), ("it is Paris.", None), ("8乘8，应该是64个。", None),
+])
+def test_invert_copula(text, turned):
+    assert invert_copula(text) == turned
+
+
+def test_affirmed_replies_elaborate_unless_something_contrasts():
+    assert clean_correction("Correct, and at lower pressure it boils sooner.").affirmed
+    assert clean_correction("是的，巴黎也是法国最大的城市。").affirmed
+    assert not clean_correction("Right. But the capital is Paris.").affirmed
+    assert not clean_correction("对，不过首都是巴黎。").affirmed
+    assert not clean_correction("不对，法国的首都是巴黎。").affirmed
