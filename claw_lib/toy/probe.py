@@ -1,12 +1,21 @@
-"""The labelled probe set and how well each reward strategy finds the rejected words
-(notebooks 07 and 10; ``data/probe_set.jsonl``).
+"""The labelled probe sets and how well each reward strategy finds the rejected words
+(notebooks 07 and 10; ``data/probe_set.jsonl``, ``data/probe_v2.jsonl``).
 
-Each line: ``id``, ``lang``, ``kind`` (fact, number, negation, noisy, extra, no_error, reorder),
-``output``, ``correction`` and ``rejected``: the character spans of the output that the
-correction rejects (empty for "no_error").
+Each line: ``id``, ``lang``, ``kind`` (v1: fact, number, negation, noisy, extra, no_error, reorder;
+v2: see ``data/probe_v2.md``), ``output``, ``correction`` and ``rejected``: the character spans of
+the output that the correction rejects (empty for "no_error"). v2 rows also have ``style``
+("restate": the correction repeats the output with the fix, the seed article's style; "free":
+anything else), ``rejected_text`` (the labelled text of each span), ``split`` ("dev" or "test",
+:func:`split_of`) and optionally ``confirmed`` spans.
+
+Metrics (:func:`probe_metrics`), on word tokens: a token is *negative* if its reward is < 0 and
+*inside* if it overlaps a rejected span. Hit rate (ties share the credit), precision and recall of
+the negative tokens against the spans, the share of no-error rows without a negative reward, and
+the same per kind, language and style.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -17,28 +26,72 @@ import numpy as np
 from ..config import RewardConfig
 from ..signals.rewards import token_rewards
 
-__all__ = ["PROBE_SET", "load_probe_set", "probe_metrics", "probe_table"]
+__all__ = ["PROBE_SET", "PROBE_V2", "load_probe_set", "split_of", "probe_metrics", "probe_table",
+           "quality_table"]
 
 PROBE_SET = Path(__file__).resolve().parents[2] / "data" / "probe_set.jsonl"
+#: the 200-pair set with restating and free-style corrections and a dev/test split (issue 16)
+PROBE_V2 = Path(__file__).resolve().parents[2] / "data" / "probe_v2.jsonl"
+
+_STYLES = ("restate", "free")
+_SPLITS = ("dev", "test")
 
 
-def load_probe_set(path=None) -> List[dict]:
-    """The probe set as a list of dicts (validated: spans inside the output)."""
+def split_of(row_id: str) -> str:
+    """The recorded split rule of probe set v2: "test" if sha256(id) is odd, else "dev"."""
+    return "test" if int(hashlib.sha256(row_id.encode("utf-8")).hexdigest(), 16) % 2 else "dev"
+
+
+def _check_spans(r: dict, key: str, k: int) -> None:
+    spans = r.get(key, [])
+    for s, e in spans:
+        if not 0 <= s < e <= len(r["output"]):
+            raise ValueError(f"probe line {k}: {key} span {(s, e)} outside the output")
+    texts = r.get(f"{key}_text")
+    if texts is not None:
+        got = [r["output"][s:e] for s, e in spans]
+        if got != list(texts):
+            raise ValueError(f"probe line {k}: {key} spans hold {got}, labelled {list(texts)}")
+
+
+def load_probe_set(path=None, split: Optional[str] = None) -> List[dict]:
+    """A probe set as a list of dicts (default: the original 45 pairs; ``PROBE_V2`` for v2).
+
+    Validated: spans inside the output, ``rejected_text`` / ``confirmed_text`` equal to the
+    spanned text, ``style`` in restate/free, ``split`` as :func:`split_of` computes it.
+    split: "dev" or "test" keeps those rows (rows without a split field have none)."""
+    if split is not None and split not in _SPLITS:
+        raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
     rows = []
     with open(path or PROBE_SET, encoding="utf-8") as f:
         for k, line in enumerate(f, 1):
             if not line.strip():
                 continue
             r = json.loads(line)
-            for s, e in r["rejected"]:
-                if not 0 <= s < e <= len(r["output"]):
-                    raise ValueError(f"probe line {k}: span {(s, e)} outside the output")
-            rows.append(r)
+            _check_spans(r, "rejected", k)
+            _check_spans(r, "confirmed", k)
+            if "style" in r and r["style"] not in _STYLES:
+                raise ValueError(f"probe line {k}: style must be one of {_STYLES}, got {r['style']!r}")
+            if "split" in r and r["split"] != split_of(r["id"]):
+                raise ValueError(f"probe line {k}: split {r['split']!r} is not the recorded rule's {split_of(r['id'])!r}")
+            if split is None or r.get("split") == split:
+                rows.append(r)
     return rows
 
 
 def _inside(tok, spans) -> bool:
     return any(tok.start < e and tok.end > s for s, e in spans)
+
+
+def _summary(hits, tp, fp, fn, ok, n) -> Dict:
+    return {
+        "n": n,
+        "hit_rate": float(np.mean(hits)) if hits else float("nan"),
+        "precision": tp / (tp + fp) if tp + fp else float("nan"),
+        "recall": tp / (tp + fn) if tp + fn else float("nan"),
+        "no_error_ok": float(np.mean(ok)) if ok else float("nan"),
+        "tp": tp, "fp": fp, "fn": fn,
+    }
 
 
 def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = None, encoder=None,
@@ -48,12 +101,19 @@ def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = N
 
     * ``hit_rate``: over rows with a rejected span, the share of the lowest-reward tokens that lie
       inside a span (ties share the credit: 2 tied minima, 1 inside -> 0.5);
+    * ``precision`` / ``recall``: over all rows, word tokens with reward < 0 against tokens that
+      overlap a rejected span (tp: negative and inside; fp: negative, outside; fn: inside, >= 0);
+      nan when undefined (no negative token / no inside token);
     * ``mean_inside`` / ``mean_outside``: mean reward of tokens inside / outside the spans;
-    * ``no_error_ok``: over "no_error" rows, the share with no negative reward;
-    * ``by_kind``: hit rate per kind; ``rows``: per-row details.
+    * ``no_error_ok``: over rows without a span ("no_error"), the share with no negative reward;
+    * ``by_kind`` (hit rate per kind, as before), and ``groups``: {"kind" | "lang" | "style":
+      {value: {n, hit_rate, precision, recall, no_error_ok, tp, fp, fn}}};
+    * ``rows``: per-row details (id, kind, hit, lowest tokens, negative tokens).
     """
     inside, outside, hits, ok_no_err = [], [], [], []
     by_kind = defaultdict(list)
+    acc = defaultdict(lambda: {"hits": [], "tp": 0, "fp": 0, "fn": 0, "ok": [], "n": 0})
+    tot = {"tp": 0, "fp": 0, "fn": 0}
     details = []
     for r in rows:
         if callable(strategy):
@@ -62,8 +122,11 @@ def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = N
             tr = token_rewards(r["output"], r["correction"], strategy, config, encoder=encoder, judge=judge)
         rw = tr.rewards
         flags = np.array([_inside(t, r["rejected"]) for t in tr.tokens], dtype=bool)
+        neg = rw < 0
+        tp, fp, fn = int((neg & flags).sum()), int((neg & ~flags).sum()), int((~neg & flags).sum())
         inside += rw[flags].tolist()
         outside += rw[~flags].tolist()
+        h, ok = None, None
         if r["rejected"]:
             m = rw.min()
             at_min = np.isclose(rw, m)
@@ -71,27 +134,66 @@ def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = N
             hits.append(h)
             by_kind[r["kind"]].append(h)
         else:
-            ok_no_err.append(float((rw >= 0).all()))
-            h = None
+            ok = float((rw >= 0).all())
+            ok_no_err.append(ok)
+        for key in ("tp", "fp", "fn"):
+            tot[key] += locals()[key]
+        for g in ("kind", "lang", "style"):
+            if g not in r:
+                continue
+            a = acc[(g, r[g])]
+            a["n"] += 1
+            a["tp"] += tp
+            a["fp"] += fp
+            a["fn"] += fn
+            if h is not None:
+                a["hits"].append(h)
+            if ok is not None:
+                a["ok"].append(ok)
         details.append({"id": r["id"], "kind": r["kind"], "hit": h,
-                        "lowest": [t.text for t, a in zip(tr.tokens, np.isclose(rw, rw.min())) if a] if len(rw) and r["rejected"] else []})
+                        "lowest": [t.text for t, a in zip(tr.tokens, np.isclose(rw, rw.min())) if a] if len(rw) and r["rejected"] else [],
+                        "negative": [t.text for t, a in zip(tr.tokens, neg) if a]})
+    groups: Dict[str, Dict[str, Dict]] = defaultdict(dict)
+    for (g, v), a in sorted(acc.items()):
+        groups[g][v] = _summary(a["hits"], a["tp"], a["fp"], a["fn"], a["ok"], a["n"])
+    overall = _summary(hits, tot["tp"], tot["fp"], tot["fn"], ok_no_err, len(rows))
     return {
         "strategy": name or (strategy if isinstance(strategy, str) else getattr(strategy, "__name__", "custom")),
-        "hit_rate": float(np.mean(hits)) if hits else float("nan"),
+        "hit_rate": overall["hit_rate"],
+        "precision": overall["precision"],
+        "recall": overall["recall"],
         "mean_inside": float(np.mean(inside)) if inside else float("nan"),
         "mean_outside": float(np.mean(outside)) if outside else float("nan"),
-        "no_error_ok": float(np.mean(ok_no_err)) if ok_no_err else float("nan"),
+        "no_error_ok": overall["no_error_ok"],
+        "tp": tot["tp"], "fp": tot["fp"], "fn": tot["fn"],
         "by_kind": {k: float(np.mean(v)) for k, v in sorted(by_kind.items())},
+        "groups": dict(groups),
         "rows": details,
     }
 
 
 def probe_table(results: List[Dict]) -> str:
-    """A Markdown table of :func:`probe_metrics` results."""
+    """A Markdown table of :func:`probe_metrics` results (hit rate per kind, the README's table)."""
     kinds = sorted({k for r in results for k in r["by_kind"]})
     head = "| strategy | hit rate | mean reward inside | mean reward outside | no-error ok | " + " | ".join(kinds) + " |"
     lines = [head, "|" + "---|" * (5 + len(kinds))]
     for r in results:
         lines.append(f"| {r['strategy']} | {r['hit_rate']:.2f} | {r['mean_inside']:+.2f} | {r['mean_outside']:+.2f} | "
                      f"{r['no_error_ok']:.2f} | " + " | ".join(f"{r['by_kind'].get(k, float('nan')):.2f}" for k in kinds) + " |")
+    return "\n".join(lines)
+
+
+def _cell(m: Dict) -> str:
+    return f"{m['hit_rate']:.2f} / {m['precision']:.2f} / {m['recall']:.2f}"
+
+
+def quality_table(results: Dict[str, Dict], group: Optional[str] = None) -> str:
+    """A Markdown table of hit / precision / recall: rows = the keys of ``results`` (e.g.
+    "binary dev", "binary test", each a :func:`probe_metrics` result), columns = "all" and the
+    values of ``group`` ("lang", "style" or "kind"); each cell "hit / precision / recall"."""
+    vals = sorted({v for m in results.values() for v in m["groups"].get(group, {})}) if group else []
+    lines = ["| | all | " + " | ".join(vals) + " |", "|" + "---|" * (2 + len(vals))]
+    for key, m in results.items():
+        cells = [_cell(m)] + [_cell(m["groups"][group][v]) if v in m["groups"].get(group, {}) else "-" for v in vals]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
