@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claw_lib.config import RewardConfig
-from claw_lib.signals.rewards import fuse_rewards, token_rewards
+from claw_lib.signals.rewards import ARTICLE_RULES, fuse_rewards, token_rewards
 from claw_lib.text.corrections import clean_correction, negated_spans
 
 SEED_OUT, SEED_COR = "法国的首都是伦敦。", "不对，法国的首都是巴黎。"
@@ -90,13 +90,116 @@ def test_sentence_level_spreads_one_scalar(e5):
     assert (token_rewards("法国的首都是巴黎。", SEED_COR, "sentence", encoder=e5).rewards == 0.5).all()
 
 
+def test_absence_is_not_contradiction(e5):
+    """A word the correction does not mention is not wrong (issue 16); the article's rule, still
+    reachable with ARTICLE_RULES, punished every word it did not repeat."""
+    out, cor = "The Eiffel Tower is located in Rome.", "No, it's in Paris."
+    tr = token_rewards(out, cor, "binary", encoder=e5)
+    w = words(tr)
+    assert w["Rome"] == -1.0 and tr.rejected.tolist() == [t.text == "Rome" for t in tr.tokens]
+    assert all(w[x] == 0.0 for x in ("The", "Eiffel", "Tower", "located"))   # absent: no signal
+    assert tr.info["evidence"][tr.tokens.index(next(t for t in tr.tokens if t.text == "Rome"))] == "exact"
+    old = words(token_rewards(out, cor, "binary", RewardConfig(**ARTICLE_RULES), encoder=e5))
+    assert all(old[x] == -1.0 for x in ("The", "Eiffel", "Tower", "located", "Rome"))
+    cont = token_rewards(out, cor, "continuous", encoder=e5)
+    assert cont.rewards.min() == words(cont)["Rome"] < 0 and (np.delete(cont.rewards, 6) >= 0).all()
+
+
+def test_exactness_of_numbers_codes_and_names(e5):
+    """Near-identical strings that differ in meaning: the cost calls them a match, exactness does not."""
+    for out, cor, bad in [("The answer is 2.178.", "No, the answer is 2.718.", "2.178"),
+                          ("The acid is HNO2.", "No, the acid is HNO3.", "HNO2"),
+                          ("He was born in 1880 in Paris.", "He was born in 1881, and in Lyon.", "1880")]:
+        tr = token_rewards(out, cor, "binary", encoder=e5)
+        assert words(tr)[bad] == -1.0 and (np.array([r for t, r in zip(tr.tokens, tr.rewards) if t.text != bad
+                                                      and t.text != "Paris"]) >= 0).all(), words(tr)
+    loose = token_rewards("The answer is 2.178.", "No, the answer is 2.718.", "binary", RewardConfig(exact=False),
+                          encoder=e5)
+    assert words(loose)["2.178"] == 0.5  # the old failure: passed as a match
+    # a name is exact as a whole: every part of "J. R. R. Tolkien" is rejected, and in continuous they
+    # carry the reward of the part that was contradicted
+    tr = token_rewards("The book was written by J. R. R. Tolkien.", "No, it was written by J. K. Rowling.",
+                       "continuous", encoder=e5)
+    name = [r for t, r in zip(tr.tokens, tr.rewards) if 24 <= t.start < 40]
+    assert len(name) == 7 and len(set(name)) == 1 and name[0] < 0
+    assert (np.array([r for t, r in zip(tr.tokens, tr.rewards) if not 24 <= t.start < 40]) >= 0).all()
+
+
+def test_reordered_corrections(e5):
+    """The issue's cleaning example: "巴黎才是首都" restates part of the output in another order; the
+    output's correct subject is not punished, the wrong capital is."""
+    tr = token_rewards(SEED_OUT, "你说的不对，巴黎才是首都，另外法国红酒也不错。", "binary", encoder=e5)
+    assert words(tr)["伦敦"] == -1.0 and words(tr)["法国"] == 0.0 and words(tr)["首都"] == 0.5
+    assert tr.info["aligned_correction"] == "首都才是巴黎。"
+    tr = token_rewards("The largest planet is Saturn.", "Jupiter is the largest planet.", "binary", encoder=e5)
+    assert [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] == ["Saturn"] and words(tr)["planet"] == 0.5
+    # turned round in a clause of its own: the names the correction brings are alternatives to the output's
+    out, cor = "The book was written by Charles Dickens in London.", "Jane Austen wrote it."
+    tr = token_rewards(out, cor, "binary", encoder=e5)
+    assert words(tr)["Charles"] == words(tr)["Dickens"] == -1.0 and words(tr)["London"] == 0.0
+    off = token_rewards(out, cor, "binary", RewardConfig(alternatives="none"), encoder=e5)
+    assert words(off)["Charles"] == words(off)["Dickens"] == 0.0
+
+
+def test_neutral_band_reads_cheap_replacements_as_paraphrase(e5):
+    out, cor = "Mount Everest is the tallest mountain in Africa.", "Mount Everest is the highest mountain in Asia."
+    default = token_rewards(out, cor, "binary", encoder=e5)
+    assert words(default)["tallest"] == -1.0 and words(default)["Africa"] == -1.0  # band off by default
+    band = token_rewards(out, cor, "binary", RewardConfig(neutral_band=0.5), encoder=e5)
+    k = [t.text for t in band.tokens].index("tallest")
+    assert band.rewards[k] == 0.0 and band.info["evidence"][k] == "paraphrase"
+    assert band.alignment.alignment.op_for_output()[k].cost <= 0.5 and words(band)["Africa"] == -1.0
+
+
+def test_every_copy_of_a_contradicted_word_is_rejected(e5):
+    for s in ("binary", "continuous"):
+        tr = token_rewards("法国的首都是伦敦伦敦。", SEED_COR, s, encoder=e5)
+        assert [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] == ["伦敦", "伦敦"]
+
+
+def test_elaboration_contradicts_nothing(e5):
+    out, cor = "Water boils at 100 degrees Celsius.", "Right, and at high altitude it boils at a lower temperature."
+    assert (token_rewards(out, cor, "binary", encoder=e5).rewards >= 0).all()
+    assert (token_rewards(out, cor, "binary", RewardConfig(elaboration=False), encoder=e5).rewards < 0).any()
+
+
+def test_keep_context_and_rewrite_fallback_options(e5):
+    out, cor = "The Eiffel Tower is located in Rome.", "No, it's in Paris."
+    ctx = token_rewards(out, cor, "binary", RewardConfig(keep_context=True), encoder=e5)
+    assert words(ctx)["Eiffel"] == 0.5 and words(ctx)["Rome"] == -1.0
+    out, cor = "苹果只有红色的，只在北方种植。", "苹果有很多颜色，红的、黄的、绿的都有，南方也有种植。"
+    plain = token_rewards(out, cor, "binary", encoder=e5)
+    low = token_rewards(out, cor, "binary", RewardConfig(rewrite_share=0.5, rewrite_scale=0.1), encoder=e5)
+    assert low.info.get("rewrite") and not plain.info.get("rewrite")
+    assert np.allclose(low.rewards, 0.1 * plain.rewards) and (low.rewards < 0).any()
+
+
+def test_omissions_and_the_correcting_user_in_ppo(e5):
+    """What PPO gets (``RewardConfig(omissions=True)``): the wrong capital negative, the rest positive,
+    asides dropped, a left-out word charged."""
+    cfg = RewardConfig(omissions=True)
+    for out, cor, bad in [(SEED_OUT, "不对，法国的首都是巴黎。", "伦敦"), (SEED_OUT, "错了，法国的首都是巴黎。另外今天天气不错。", "伦敦"),
+                          ("The capital of France is London.", "No, the capital of France is Paris. Also, nice weather today.",
+                           "London")]:
+        for s in ("binary", "continuous"):
+            tr = token_rewards(out, cor, s, cfg, encoder=e5)
+            assert [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] == [bad]
+            assert (tr.rewards[[t.text != bad for t in tr.tokens]] > 0).all()
+    cut = token_rewards("The capital of France is", "No, the capital of France is Paris.", "binary", cfg, encoder=e5)
+    assert cut.info["omitted_before"] == ["is"] and words(cut)["is"] == -1.0
+
+
 TEXT = st.text(alphabet=st.sampled_from(list("法国的首都是伦敦巴黎。，不对 abcParisLondon.!?👍🏽12\t")), max_size=24) | st.text(max_size=12)
 
 
+OPTIONS = st.sampled_from([{}, ARTICLE_RULES, {"omissions": True}, {"neutral_band": 0.5, "keep_context": True},
+                            {"alternatives": "all", "rewrite_share": 0.5, "elaboration": False}, {"exact": False}])
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(TEXT, TEXT, st.sampled_from(["binary", "continuous", "sentence"]))
-def test_one_finite_reward_per_token_whatever_the_input(e5, output, correction, strategy):
-    tr = token_rewards(output, correction, strategy, encoder=e5)
+@given(TEXT, TEXT, st.sampled_from(["binary", "continuous", "sentence"]), OPTIONS)
+def test_one_finite_reward_per_token_whatever_the_input(e5, output, correction, strategy, options):
+    tr = token_rewards(output, correction, strategy, RewardConfig(**options), encoder=e5)
     assert len(tr.rewards) == len(tr.tokens) == len(tr.rejected)
     assert np.all(np.isfinite(tr.rewards))
     last = 0
