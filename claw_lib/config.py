@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = ["AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
-           "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES"]
+           "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
+           "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS"]
 
 #: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
@@ -103,8 +104,8 @@ class OPDConfig:
     """Switches of the OPD / Binary RL / combined signal (defaults: OpenClaw-RL's public code)."""
 
     clip: Optional[float] = None
-    """clip the OPD advantage to +-clip, in nats (2.0 in later upstream code); None: no clip
-    (the public snapshot)"""
+    """clip the OPD advantage to +-clip, in nats; None: no clip (the public snapshot has none; the kit
+    used 2.0 before, measured against None in notebook 09)"""
     kappa: float = 1.0
     """scale of the OPD term (1 upstream; the cloud port's convention is 0.02)"""
     w_rl: float = 1.0
@@ -142,18 +143,32 @@ class TaskConfig:
     correcting user, 0 for the style users); makes OPD samples sparse"""
 
 
+#: OpenClaw-RL's run scripts, per strategy: upper clip (None: no ratio, a distillation loss) and loss
+#: aggregation. The kit's alignment strategies are not upstream's; they keep the kit's (0.28, token mean).
+UPSTREAM_LOSS = {"binary_rl": (0.28, "sample_mean"), "opd": (0.2, "sample_mean"), "combined": (0.28, "sample_mean"),
+                 "opd_kl": (None, "sample_mean")}
+KIT_LOSS = (0.28, "token_mean")
+#: how per-token losses become one number (:func:`claw_lib.rl.core.aggregate_loss`)
+LOSS_AGGREGATIONS = ("sample_mean", "token_mean")
+
+
 @dataclass
 class LossConfig:
     """The terms of the PPO update (defaults: OpenClaw-RL's run scripts where they exist)."""
 
     eps: float = 0.2
-    """lower clip of the probability ratio, 1 - eps"""
-    eps_high: float = 0.28
-    """upper clip of the probability ratio, 1 + eps_high (OpenClaw's asymmetric clip)"""
+    """lower clip of the probability ratio, 1 - eps (upstream: 0.2)"""
+    eps_high: Optional[float] = None
+    """upper clip of the probability ratio, 1 + eps_high; None: per strategy as the upstream scripts
+    (0.2 for opd, 0.28 for binary_rl and combined; 0.28 for the kit's alignment strategies)"""
+    loss_agg: Optional[str] = None
+    """"sample_mean" (each response's token mean, then the mean over responses; a response with every
+    token masked still counts) or "token_mean" (the mean over all masked tokens); None: sample_mean for
+    binary_rl, opd, combined and opd_kl (upstream's scripts), token_mean for the alignment strategies"""
     kl_coef: float = 0.0
-    """weight of the KL-to-reference loss term (0 upstream)"""
-    kl_estimator: str = "k3"
-    """"k1" or "k3" (low variance, always >= 0)"""
+    """weight of the KL-to-reference loss term (0 in every upstream script)"""
+    kl_estimator: str = "low_var_kl"
+    """"k1", "k3" or "low_var_kl" (k3 clamped to [-10, 10] per token, upstream's)"""
     max_grad_norm: float = 1.0
     """gradient clipping (L2 norm over all trained parameters)"""
     vf_coef: float = 0.5
@@ -161,8 +176,15 @@ class LossConfig:
     distill: str = "forward_kl"
     """opd_kl: "forward_kl" (KL(teacher || student) over the vocabulary) or "topk_reverse_kl"
     (KL(student || teacher) over the teacher's top ``distill_topk`` ids plus a tail bin)"""
-    distill_topk: int = 16
-    """K of the top-K reverse KL"""
+    distill_topk: int = 50
+    """K of the top-K reverse KL (upstream: 50)"""
+
+    def for_strategy(self, strategy: str) -> "LossConfig":
+        """This config with ``eps_high`` and ``loss_agg`` resolved for ``strategy`` (None -> the
+        per-strategy default of :data:`UPSTREAM_LOSS`, or :data:`KIT_LOSS`)."""
+        eps_high, agg = UPSTREAM_LOSS.get(strategy, KIT_LOSS)
+        return dataclasses.replace(self, eps_high=self.eps_high if self.eps_high is not None else (eps_high or self.eps),
+                                   loss_agg=self.loss_agg or agg)
 
 
 @dataclass
@@ -214,8 +236,8 @@ class PPOConfig:
     """the terms of the update"""
     reward: RewardConfig = field(default_factory=lambda: RewardConfig(omissions=True))
     """alignment / perplexity rewards; omissions charged (a policy otherwise learns to stop early)"""
-    opd: OPDConfig = field(default_factory=lambda: OPDConfig(clip=2.0))
-    """OpenClaw-RL's signals; the OPD advantage clipped to +-2 (later upstream code)"""
+    opd: OPDConfig = field(default_factory=OPDConfig)
+    """OpenClaw-RL's signals (no clip of the OPD advantage, as the public snapshot)"""
 
 
 # --------------------------------------------------------------------------- helpers

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-__all__ = ["HINT_MARKER", "append_hint", "build_prompt", "teacher_prompt", "response_text", "has_chat_template"]
+__all__ = ["HINT_MARKER", "append_hint", "build_prompt", "teacher_prompt", "response_text", "has_chat_template",
+           "message_text", "template_messages"]
 
 #: OpenClaw-RL appends hints to the last user message as "\n\n[user's hint / instruction]\n" + hint.
 HINT_MARKER = "\n\n[user's hint / instruction]\n"
@@ -26,14 +27,39 @@ def has_chat_template(tokenizer) -> bool:
     return tokenizer is not None and bool(getattr(tokenizer, "chat_template", None))
 
 
+def message_text(content) -> str:
+    """A message's content as text: a string as it is; a list of parts -> the "text" of its text parts
+    joined by single spaces (images and other parts dropped); None -> ""."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return str(content)
+
+
 def append_hint(messages: List[dict], hint: str) -> List[dict]:
-    """A copy of a chat ``messages`` list with the hint appended to the last user message."""
+    """A copy of chat ``messages`` with ``hint`` appended to the last user message (OpenClaw-RL's rule).
+
+    The target is the last message whose role is "user", or the last message of any role when there
+    is none; its content becomes text (:func:`message_text`) and then
+    ``(text + HINT_MARKER + hint.strip()).strip()``. An empty conversation becomes one user message
+    holding the marker (without its leading blank line) and the hint. Other messages are unchanged.
+    """
     out = [dict(m) for m in messages]
-    for m in reversed(out):
-        if m.get("role") == "user":
-            m["content"] = m["content"] + HINT_MARKER + hint
-            return out
-    raise ValueError("no user message to append the hint to")
+    if not out:
+        return [{"role": "user", "content": HINT_MARKER.lstrip("\n") + hint}]
+    target = next((m for m in reversed(out) if m.get("role") == "user"), out[-1])
+    target["content"] = (message_text(target.get("content")) + HINT_MARKER + hint.strip()).strip()
+    return out
+
+
+def template_messages(messages: List[dict]) -> List[dict]:
+    """Messages as a chat template expects them: role "developer" becomes "system", content becomes
+    text (:func:`message_text`). Applied after :func:`append_hint`, as upstream does."""
+    return [{**m, "role": "system" if m.get("role") == "developer" else m.get("role"),
+             "content": message_text(m.get("content"))} for m in messages]
 
 
 def build_prompt(question: str, lang: str, hint: Optional[str] = None, inline: bool = False,
@@ -64,7 +90,8 @@ def teacher_prompt(question: str, hint: str, lang: str = "zh", tokenizer=None,
     if messages is not None:
         if not has_chat_template(tokenizer):
             raise ValueError("messages need a tokenizer with a chat template")
-        return tokenizer.apply_chat_template(append_hint(messages, hint), tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(template_messages(append_hint(messages, hint)), tokenize=False,
+                                             add_generation_prompt=True)
     return build_prompt(question, lang, hint, tokenizer=tokenizer)
 
 

@@ -21,8 +21,8 @@ def test_teacher_prompt_with_and_without_chat_template(tmp_path):
 
     text = teacher_prompt("", "the hint", tokenizer=Tok(), messages=msgs)
     assert text.endswith("<user>Q2" + HINT_MARKER + "the hint|<assistant>")
-    with pytest.raises(ValueError):
-        append_hint([{"role": "system", "content": "x"}], "h")
+    # no user message: the last message of any role takes the hint (upstream's rule)
+    assert append_hint([{"role": "system", "content": "x"}], "h") == [{"role": "system", "content": "x" + HINT_MARKER + "h"}]
 
 
 def test_prompt_formats():

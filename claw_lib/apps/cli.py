@@ -191,8 +191,11 @@ TRAIN_FLAGS = {
     "--misconception-share": "task.misconception_share", "--p-vague": "task.p_vague",
     "--w-rl-negative": "opd.w_rl_negative", "--steps": "steps", "--seed": "seed", "--lr": "lr",
     "--batch-size": "batch_size", "--advantage": "advantage", "--kl-coef": "loss.kl_coef",
-    "--save-every": "save_every", "--model": "model", "--device": "device",
+    "--save-every": "save_every", "--model": "model", "--device": "device", "--temperature": "temperature",
+    "--opd-clip": "opd.clip", "--loss-agg": "loss.loss_agg", "--eps-high": "loss.eps_high",
 }
+#: types of the options whose default is None
+_NONE_DEFAULT_TYPES = {"loss.loss_agg": str}
 
 
 def _declaring_class(path: str):
@@ -205,19 +208,20 @@ def _declaring_class(path: str):
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
-    from ..config import ADVANTAGES, PPO_STRATEGIES
+    from ..config import ADVANTAGES, LOSS_AGGREGATIONS, PPO_STRATEGIES
 
     defaults = flatten(PPOConfig())
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "task.questions": ("single", "pair"),
-               "advantage": ADVANTAGES}
+               "advantage": ADVANTAGES, "loss.loss_agg": LOSS_AGGREGATIONS}
     for flag, path in TRAIN_FLAGS.items():
         cls, name = _declaring_class(path)
         default = defaults[path]
-        typ = type(default) if default is not None else float
+        typ = type(default) if default is not None else _NONE_DEFAULT_TYPES.get(path, float)
         if typ is bool:
             typ = int
         doc = field_docs(cls).get(name, "")
         p.add_argument(flag, dest=path, type=typ, default=default, choices=choices.get(path),
+                       metavar=None if path in choices else flag.lstrip("-").upper().replace("-", "_"),
                        help=f"{doc} (default: {default})".replace("%", "%%"))
 
 

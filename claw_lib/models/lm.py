@@ -177,15 +177,17 @@ def pad_token_id(tokenizer) -> int:
 
 @torch.no_grad()
 def ids_logprobs(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int,
-                 batch_size: int = 32, with_entropy: bool = False):
-    """log p(y_t | prompt, y_<t) for token ids, batched: one float array per response (and, with
-    ``with_entropy``, one entropy array per response). Returns (logprobs, entropies or None)."""
+                 batch_size: int = 32, with_entropy: bool = False, temperature: float = 1.0):
+    """log p(y_t | prompt, y_<t) for token ids, batched (logits divided by ``temperature``): one float
+    array per response (and, with ``with_entropy``, one entropy array per response). Returns
+    (logprobs, entropies or None)."""
     if len(prompt_ids) != len(response_ids):
         raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
     lps, ents = [], []
     for s in range(0, len(prompt_ids), batch_size):
         resp = response_ids[s:s + batch_size]
-        out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), with_entropy=with_entropy)
+        out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), temperature=temperature,
+                                  with_entropy=with_entropy)
         lp, ent = out if with_entropy else (out, None)
         for b, r in enumerate(resp):
             lps.append(lp[b, :len(r)].float().cpu().numpy())

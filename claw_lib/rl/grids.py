@@ -50,7 +50,9 @@ def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes)
 #: "student-vague": half of the user's complaints say nothing specific (-1 for Binary RL, no hint for
 #: OPD), as the paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term
 #: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
-#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL.
+#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL. "teacher-vague-token-mean" and
+#: "teacher-vague-clip2": the kit's earlier choices (loss averaged over all tokens; OPD advantage clipped to
+#: +-2) against upstream's defaults (a mean per response, then over responses; no clip), paired by seed.
 SETTINGS = {
     "correcting": _setting("correcting"),
     "teacher": _setting("teacher"),
@@ -61,6 +63,9 @@ SETTINGS = {
     "student-vague": _setting("student", OPENCLAW, task__p_vague=0.5),
     "teacher-rl-pos": _setting("teacher", ("combined",), opd__w_rl_negative=0.0),
     "teacher-vague-rl-pos": _setting("teacher", ("combined",), task__p_vague=0.5, opd__w_rl_negative=0.0),
+    "teacher-vague-token-mean": _setting("teacher", ("binary_rl", "opd", "combined"), task__p_vague=0.5,
+                                         loss__loss_agg="token_mean"),
+    "teacher-vague-clip2": _setting("teacher", ("opd", "combined"), task__p_vague=0.5, opd__clip=2.0),
     "teacher-topk": _setting("teacher", ("opd_kl",), loss__distill="topk_reverse_kl"),
     "teacher-vague-topk": _setting("teacher", ("opd_kl",), task__p_vague=0.5, loss__distill="topk_reverse_kl"),
 }
@@ -72,7 +77,8 @@ FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "st
 #: teacher user, with a hint in every complaint and with half of the complaints vague (sparse hints),
 #: and Combined without its -1 broadcast in both
 TABLE3 = dict(steps=16, seeds=tuple(range(10)),
-              users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos"),
+              users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos", "teacher-vague-token-mean",
+                     "teacher-vague-clip2"),
               batch_size=16, eval_every=2, strategies=OPENCLAW)
 #: the same on the student user, and OPD distilled with top-K reverse KL on the teacher
 TABLE3_EXTRA = dict(TABLE3, users=("student", "student-vague", "teacher-topk", "teacher-vague-topk"))

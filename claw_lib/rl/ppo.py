@@ -13,8 +13,9 @@
 3. :func:`compute_advantages` "direct" (the signal is the advantage: OpenClaw's no-baseline
                           broadcast), "grpo" (the user's score minus the batch mean) or "gae" (a
                           value head, GAE(gamma, lambda), whitened);
-4. :func:`ppo_update`     clipped surrogate (eps, eps_high as OpenClaw), optional KL to the frozen
-                          reference (k1 / k3), gradient clipping, epochs x minibatches.
+4. :func:`ppo_update`     clipped surrogate (clip range and loss aggregation per strategy as
+                          OpenClaw-RL's run scripts), optional KL to the frozen reference (k1, k3,
+                          clamped k3), gradient clipping, epochs x minibatches.
 
 Tensors of one step (B prompts, L = longest prompt + response, T = longest response, V vocabulary;
 every tensor lives on the policy's device):
@@ -48,7 +49,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..config import DISTILL_LOSSES, PPOConfig
+from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
@@ -62,7 +63,7 @@ from ..signals.opd import (
     topk_reverse_kl,
 )
 from ..toy.users import Feedback, Task
-from .core import ValueHead, clipped_surrogate, gae, kl_estimate
+from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate
 from .evaluation import evaluate_policy
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
@@ -82,7 +83,7 @@ METRICS = {
     "reward/positive_share": "share of masked tokens with a positive signal",
     "reward/negative_share": "share of masked tokens with a negative signal",
     "reward/masked_fraction": "share of responses that give a training sample (mask not empty)",
-    "objective/kl": "mean KL(policy || reference) per token (k3 estimator)",
+    "objective/kl": "mean KL(policy || reference) per token (k3, clamped to [-10, 10]: low_var_kl)",
     "policy/clipfrac": "share of tokens whose ratio was clipped",
     "policy/approx_kl": "mean 0.5 (log pi - log pi_old)^2 during the update",
     "policy/entropy": "mean entropy of the policy at response tokens (nats)",
@@ -142,8 +143,9 @@ def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Roll
     prompt_ids = [encode(tokenizer, t.prompt) for t in tasks]
     dev = next(policy.parameters()).device
     batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
-    logprobs = logprobs_from_batch(policy, batch)                                  # (B, T)
-    ref_logprobs = logprobs_from_batch(ref, batch) if ref is not None else None    # (B, T)
+    temp = cfg.temperature  # log-probs of the distribution that was sampled, as upstream
+    logprobs = logprobs_from_batch(policy, batch, temperature=temp)                                  # (B, T)
+    ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None    # (B, T)
     texts = [decode_response(tokenizer, ids) for ids in response_ids]
     feedback = [env.step(t, x) for t, x in zip(tasks, texts)]
     return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback)
@@ -219,8 +221,8 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     teacher_ids = {b: encode(tok, teacher_prompt(ro.tasks[b].fact.question(), sigs[b].hint, ro.tasks[b].fact.lang,
                                                  tokenizer=tok)) for b in hinted}
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
-                                                [ro.response_ids[b] for b in hinted], pad_token_id(tok))[0])) \
-        if hinted else {}
+                                                [ro.response_ids[b] for b in hinted], pad_token_id(tok),
+                                                temperature=cfg.temperature)[0])) if hinted else {}
     old = ro.logprobs.cpu().numpy()
     rows = []
     for b, (ids, s) in enumerate(zip(ro.response_ids, sigs)):
@@ -265,11 +267,15 @@ def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
 # --------------------------------------------------------------------------- 3. advantages
 @dataclass
 class Advantages:
-    """Stage 3's output: advantages (B, T) and the loss mask (B, T) bool; returns (B, T) for the
-    value loss (advantage "gae" only); metrics: ``reward/advantage_mean``, ``reward/masked_fraction``."""
+    """Stage 3's output: advantages (B, T) and the loss mask (B, T) bool; sample_rows (B,) bool, the
+    responses that count in a "sample_mean" loss's denominator (Binary RL and GRPO: every response, a
+    0-scored turn included, as upstream submits it with its mask zeroed; otherwise the responses with
+    a sample); returns (B, T) for the value loss (advantage "gae" only); metrics:
+    ``reward/advantage_mean``, ``reward/masked_fraction``."""
 
     advantages: torch.Tensor
     mask: torch.Tensor
+    sample_rows: torch.Tensor
     returns: Optional[torch.Tensor] = None
     metrics: Dict[str, float] = field(default_factory=dict)
 
@@ -298,7 +304,9 @@ def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, v
             A = masked_whiten(A, M) * M
     metrics = {"reward/advantage_mean": float(masked_mean(A, M)) if M.any() else 0.0,
                "reward/masked_fraction": float(M.any(1).float().mean())}
-    return Advantages(A, M, returns, metrics)
+    every = cfg.strategy == "binary_rl" or cfg.advantage == "grpo"
+    rows = torch.ones_like(M[:, 0]) if every else M.any(1)
+    return Advantages(A, M, rows, returns, metrics)
 
 
 # --------------------------------------------------------------------------- 4. update
@@ -306,9 +314,11 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                value_head=None, teacher=None) -> Dict[str, float]:
     """Stage 4: ``cfg.epochs`` passes of ``cfg.minibatches`` minibatches (shuffled with a seed per
     step): the clipped surrogate (or, for ``opd_kl``, the divergence to ``teacher`` on
-    ``sig.teacher_batch``), plus the KL and value terms; returns the ``policy/*``,
-    ``objective/kl`` and ``value/*`` metrics. Nothing is trained when the mask is empty."""
-    L = cfg.loss
+    ``sig.teacher_batch``), plus the KL and value terms, each reduced as ``cfg.loss`` resolves for
+    the strategy (clip range and token or sample mean: :meth:`~claw_lib.config.LossConfig.for_strategy`);
+    returns the ``policy/*``, ``objective/kl`` and ``value/*`` metrics (token means). Nothing is trained
+    when the mask is empty."""
+    L = cfg.loss.for_strategy(cfg.strategy)
     A, M = adv.advantages, adv.mask
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     policy.train()
@@ -319,26 +329,28 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
             for mb in np.array_split(idx, cfg.minibatches):
                 mb_t = torch.as_tensor(mb, device=M.device)
-                sub, m_sub = ro.batch.select(mb_t), M[mb_t]
+                sub, m_sub, rows = ro.batch.select(mb_t), M[mb_t], adv.sample_rows[mb_t]
                 if not m_sub.any():
                     continue
                 out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask,
                              output_hidden_states=value_head is not None)
-                logits = gather_positions(out.logits, sub.logit_index)       # (b, T, V)
+                logits = gather_positions(out.logits, sub.logit_index) / cfg.temperature  # (b, T, V)
                 lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
                 if cfg.strategy == "opd_kl":
                     tb = sig.teacher_batch.select(mb_t)
                     with torch.no_grad():
                         t_logits = gather_positions(teacher(input_ids=tb.input_ids,
-                                                            attention_mask=tb.attention_mask).logits, tb.logit_index)
+                                                            attention_mask=tb.attention_mask).logits,
+                                                    tb.logit_index) / cfg.temperature
                     div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
                         else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
-                    loss, clipfrac = masked_mean(div, m_sub), torch.tensor(0.0)
+                    loss, clipfrac = aggregate_loss(div, m_sub, L.loss_agg, rows), torch.tensor(0.0)
                 else:
-                    loss, clipfrac = clipped_surrogate(lp, ro.logprobs[mb_t], A[mb_t], m_sub, L.eps, L.eps_high)
+                    loss, clipfrac = clipped_surrogate(lp, ro.logprobs[mb_t], A[mb_t], m_sub, L.eps, L.eps_high,
+                                                       L.loss_agg, rows)
                 kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator)
                 if L.kl_coef:
-                    loss = loss + L.kl_coef * masked_mean(kl, m_sub)
+                    loss = loss + L.kl_coef * aggregate_loss(kl, m_sub, L.loss_agg, rows)
                 if value_head is not None:
                     v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
                     loss = loss + L.vf_coef * masked_mean((v - adv.returns[mb_t]) ** 2, m_sub)
@@ -347,7 +359,7 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                 torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
                 optimizer.step()
                 with torch.no_grad():
-                    k3 = kl if L.kl_estimator == "k3" else kl_estimate(lp, ro.ref_logprobs[mb_t], "k3")
+                    k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(lp, ro.ref_logprobs[mb_t])
                     stats["clipfrac"].append(float(clipfrac))
                     stats["approx_kl"].append(float(masked_mean(0.5 * (lp - ro.logprobs[mb_t]) ** 2, m_sub)))
                     stats["entropy"].append(float(masked_mean(entropy_from_logits(logits), m_sub)))
@@ -404,6 +416,8 @@ def _check(cfg: PPOConfig) -> None:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {cfg.strategy!r}")
     if cfg.loss.distill not in DISTILL_LOSSES:
         raise ValueError(f"distill must be one of {DISTILL_LOSSES}, got {cfg.loss.distill!r}")
+    if cfg.loss.loss_agg not in (None,) + LOSS_AGGREGATIONS:
+        raise ValueError(f"loss_agg must be one of {LOSS_AGGREGATIONS}, got {cfg.loss.loss_agg!r}")
 
 
 @dataclass

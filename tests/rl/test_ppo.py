@@ -167,6 +167,10 @@ def test_public_stages_give_what_train_gives():
     by_train = train(cfg)[1]
     for k, v in by_hand.items():
         assert v == pytest.approx(by_train[k], rel=1e-5, abs=1e-6), k
-    # one clipped step from ratio 1: nothing clipped, the loss is minus the mean advantage
+    # one clipped step from ratio 1: nothing clipped, and the loss is minus the advantage averaged as
+    # upstream does for combined: each response's token mean, then the mean over the responses with a sample
     assert stats["policy/clipfrac"] == 0.0
-    assert stats["policy/loss"] == pytest.approx(-float((adv.advantages * adv.mask).sum() / adv.mask.sum()), abs=1e-6)
+    A, M = adv.advantages, adv.mask.float()
+    per_response = (A * M).sum(1) / M.sum(1).clamp(min=1)
+    rows = adv.sample_rows.float()
+    assert stats["policy/loss"] == pytest.approx(-float((per_response * rows).sum() / rows.sum()), abs=1e-6)
