@@ -528,6 +528,8 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     if model is None:
         model, tok = load_causal_lm(cfg.model)
         tokenizer = tokenizer or tok
+    elif tokenizer is None:
+        raise ValueError("pass the tokenizer with the model (make_trainer(cfg, model=m, tokenizer=tok))")
     args = grpo_config(cfg, Path(out_dir) / "trl" if out_dir else None, num_generations, **(grpo_args or {}))
     kw = _env_kwargs(cfg, tokenizer)
     env = FactEnv(seed=cfg.seed, **kw)
