@@ -39,13 +39,16 @@ brackets)::
     │   ├── pretrain.py      the kit's tiny GPT and its evaluation
     │   ├── users.py         simulated users (correcting, student, teacher) and FactEnv
     │   └── probe.py         the labelled probe set and alignment-quality metrics
-    └── apps/            what a person runs                                                    [02 11]
-        ├── cli.py           the ``claw`` command
-        ├── explorer.py      the interactive alignment explorer and its static report
-        └── viz.py           heatmaps, coloured tokens, figures
+    ├── apps/            what a person runs                                                    [02 11]
+    │   ├── cli.py           the ``claw`` command
+    │   ├── explorer.py      the interactive alignment explorer and its static report
+    │   └── viz.py           heatmaps, coloured tokens, figures
+    └── integrations/    other engines on the kit's signals (optional packages)             [docs/trl.md]
+        └── trl.py           TRL's GRPOTrainer with the kit's per-token advantages (multi-GPU, vLLM, PEFT)
 
 Imports run one way: ``text`` and ``models`` at the bottom, then ``alignment``, ``signals``, ``toy``,
-``rl``, and ``apps`` on top. The names below are the quickest way in.
+``rl``, and ``apps`` and ``integrations`` on top (only ``integrations`` imports trl / accelerate, and
+nothing imports ``integrations``). The names below are the quickest way in.
 """
 from .alignment.costs import cosine_cost, cost_matrix, lexical_cost, text_cost
 from .alignment.dp import Alignment, AlignOp, align, align_reference
