@@ -163,7 +163,9 @@ def to_fake_device(model):
 def fake_cuda(monkeypatch):
     """``train`` on a policy that reports ``cuda:0``: ``resolve_device("cuda")`` answers FAKE,
     ``load_causal_lm`` loads the tiny GPT on the CPU and moves it to FAKE, and ``module.to(FAKE)``
-    does the same for any other module (the value head); yields the mode."""
+    does the same for any other module (the value head, the alignment encoder, loaded uncached so
+    that later tests never get it); yields the mode."""
+    import claw_lib.alignment.encoders as enc
     import claw_lib.models.lm as lm
     import claw_lib.utils as utils
 
@@ -180,9 +182,14 @@ def fake_cuda(monkeypatch):
         dev = kwargs.get("device", args[0] if args else None)
         return to_fake_device(self) if _is_fake(dev) else real_to(self, *args, **kwargs)
 
+    def resolve(device="cpu"):
+        return FAKE if str(device).startswith("cuda") else device
+
     monkeypatch.setattr(lm, "load_causal_lm", load)
     monkeypatch.setattr(torch.nn.Module, "to", module_to)
-    monkeypatch.setattr(utils, "resolve_device", lambda d="cpu": FAKE if d.startswith("cuda") else d)
+    for module in (utils, enc):  # encoders bound the name at import
+        monkeypatch.setattr(module, "resolve_device", resolve)
+    monkeypatch.setattr(enc, "load_encoder", enc.load_encoder.__wrapped__)  # uncached: leave no fake-device encoder
     with CheckDevices() as mode:
         yield mode
 
