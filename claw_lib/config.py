@@ -26,14 +26,14 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = ["AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
            "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
-           "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS"]
+           "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS"]
 
 #: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
 #: what the PPO loop can train on: the alignment rewards and OpenClaw-RL's signals
 PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
-#: the toy world's simulated users (:mod:`claw_lib.toy.users`)
-USERS = ("correcting", "student", "teacher")
+#: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool
+USERS = ("correcting", "student", "teacher", "tool")
 #: how per-token signals become advantages in the PPO loop
 ADVANTAGES = ("direct", "grpo", "gae")
 #: the divergences of ``opd_kl`` (OPD as distillation)
@@ -60,6 +60,8 @@ class AlignConfig:
     """a substitution with cost <= this is a "match", otherwise a "replace\""""
     contextual: bool = True
     """False: embed every word alone (the article's baseline, notebook 01)"""
+    max_chars: int = 20_000
+    """longest text accepted, in characters (longer ones are refused with an error; raise it on purpose)"""
     device: str = "cpu"
     """"cpu", "cuda", "cuda:N" or "auto" (the encoder's device)"""
 
@@ -130,7 +132,7 @@ class TaskConfig:
     """Who asks what in the toy world (:class:`claw_lib.toy.users.FactEnv`)."""
 
     user: str = "correcting"
-    """"correcting", "student" or "teacher" (:mod:`claw_lib.toy.users`)"""
+    """"correcting", "student", "teacher" or "tool" (:mod:`claw_lib.toy.users`)"""
     questions: str = "single"
     """"single" or "pair" (two capitals per question, correcting user only: the token vs sentence A/B)"""
     relations: Tuple[str, ...] = ("capital",)
@@ -141,6 +143,8 @@ class TaskConfig:
     p_vague: Optional[float] = None
     """share in [0, 1] of unsatisfied replies without a hint (None: the user's default, 0.1 for the
     correcting user, 0 for the style users); makes OPD samples sparse"""
+    prompt_form: str = "kit"
+    """the prompts' surface form (claw_lib.prompts.PROMPT_FORMS; a tokenizer's chat template wins)"""
 
 
 #: OpenClaw-RL's run scripts, per strategy: upper clip (None: no ratio, a distillation loss) and loss
@@ -284,3 +288,53 @@ def field_docs(cls) -> Dict[str, str]:
                 and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
             docs[a.target.id] = " ".join(b.value.value.split())
     return docs
+
+
+# --------------------------------------------------------------------------- validation
+#: numeric settings and their allowed ranges: dotted name -> (low, high, low inclusive, high inclusive);
+#: None: no bound. Every value must also be finite. Checked by :func:`validate` before any work.
+LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
+    **{n: (1, None, True, False) for n in ("steps", "batch_size", "max_new_tokens", "epochs", "minibatches", "threads",
+                                          "eval_prompts", "loss.distill_topk", "opd.m")},
+    **{n: (0, None, True, False) for n in ("save_every", "eval_every", "opd.min_hint_chars", "loss.kl_coef",
+                                          "loss.vf_coef", "loss.eps_high", "reward.ppl_scale")},
+    **{n: (0, None, False, False) for n in ("lr", "temperature", "loss.max_grad_norm", "opd.clip",
+                                          "reward.align.max_chars")},
+    **{n: (0, 1, True, True) for n in ("gamma", "lam", "task.misconception_share", "task.p_vague",
+                                       "reward.align.lexical_weight")},
+    "loss.eps": (0, 1, False, False),
+    "reward.align.insert_cost": (0, None, True, False), "reward.align.delete_cost": (0, None, True, False),
+}
+
+
+def validate(cfg, prefix: str = "") -> None:
+    """Raise ValueError naming the first setting of ``cfg`` (a PPOConfig or any config of the tree)
+    that is not a finite number in its range (:data:`LIMITS`) or not one of its choices."""
+    import math
+
+    flat = flatten(cfg)
+    for name, value in flat.items():
+        full = prefix + name
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"{full} must be a finite number, got {value}")
+        lim = LIMITS.get(full)
+        if lim is None:
+            continue
+        lo, hi, lo_in, hi_in = lim
+        if (lo is not None and (value < lo or (value == lo and not lo_in))) or \
+                (hi is not None and (value > hi or (value == hi and not hi_in))):
+            rng = f"{'[' if lo_in else '('}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{']' if hi_in else ')'}"
+            raise ValueError(f"{full} must be in {rng}, got {value}")
+    from .prompts import PROMPT_FORMS
+
+    choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
+               "task.prompt_form": tuple(PROMPT_FORMS),
+               "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
+               "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live")}
+    for name, allowed in choices.items():
+        if prefix + name in flat and flat[prefix + name] not in allowed:
+            raise ValueError(f"{prefix + name} must be one of {allowed}, got {flat[prefix + name]!r}")
+    if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:
+        raise ValueError(f"minibatches ({flat['minibatches']}) must not exceed batch_size ({flat['batch_size']})")

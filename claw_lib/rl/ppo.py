@@ -62,9 +62,9 @@ from ..signals.opd import (
     opd_advantages,
     topk_reverse_kl,
 )
+from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
 from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate
-from .evaluation import evaluate_policy
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
            "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response"]
@@ -216,10 +216,10 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Binary RL, OPD and combined on each response: the judge reads the next state once; the
     hinted teacher scores all hinted responses in one padded pass, on the responses' own ids."""
     tok, strategy = scorer.tokenizer, cfg.strategy
-    sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd) for text, fb in zip(ro.texts, ro.feedback)]
+    sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd, fb.role) for text, fb in zip(ro.texts, ro.feedback)]
     hinted = [b for b, s in enumerate(sigs) if s.hint] if strategy in ("opd", "combined", "opd_kl") else []
     teacher_ids = {b: encode(tok, teacher_prompt(ro.tasks[b].fact.question(), sigs[b].hint, ro.tasks[b].fact.lang,
-                                                 tokenizer=tok)) for b in hinted}
+                                                 tokenizer=tok, form=ro.tasks[b].form)) for b in hinted}
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
                                                 temperature=cfg.temperature)[0])) if hinted else {}
@@ -378,16 +378,30 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
 
 
 # --------------------------------------------------------------------------- the loop
-def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None) -> List[Dict]:
+def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None,
+          force: bool = False) -> List[Dict]:
     """Run PPO; returns the list of per-step metric dicts (also written to ``out_dir``).
 
-    resume: continue from ``out_dir/checkpoint.pt`` if present. stop_after: stop (as if
-    interrupted) after this many steps of this call (for the resume test).
+    ``out_dir`` is locked while the run writes to it. A folder that holds a run with the same
+    settings (``steps`` aside, so a run can be extended) is resumed from its checkpoint; one that
+    holds a run with other settings, or a run that cannot be resumed, is refused (ValueError naming
+    the differing settings) unless ``force``, which starts over there. ``resume=False`` starts over
+    as well. stop_after: stop (as if interrupted) after this many steps of this call (for tests).
     """
+    from ..config import validate
+    from ..utils import FolderLock
+
+    validate(cfg)
+    if out_dir is None:
+        return _train(_Run.start(cfg, None, False, False), stop_after)
+    with FolderLock(out_dir):
+        return _train(_Run.start(cfg, Path(out_dir), resume, force), stop_after)
+
+
+def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
     from tqdm.auto import tqdm
 
-    run = _Run.start(cfg, out_dir, resume)
-    policy, tok = run.policy, run.tokenizer
+    cfg, policy, tok = run.cfg, run.policy, run.tokenizer
     bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
     for k, step in enumerate(bar):
         t0 = time.time()
@@ -440,7 +454,7 @@ class _Run:
     start_step: int
 
     @classmethod
-    def start(cls, cfg: PPOConfig, out_dir, resume: bool) -> "_Run":
+    def start(cls, cfg: PPOConfig, out: Optional[Path], resume: bool, force: bool) -> "_Run":
         from ..models.lm import load_causal_lm
         from ..prompts import has_chat_template
         from ..signals.opd import frozen_teacher
@@ -458,21 +472,24 @@ class _Run:
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
         t = cfg.task
         kw = dict(user=t.user, relations=t.relations, misconception_share=t.misconception_share,
-                  tokenizer=tok if has_chat_template(tok) else None, questions=t.questions, p_vague=t.p_vague)
+                  tokenizer=tok if has_chat_template(tok) else None, questions=t.questions, p_vague=t.p_vague,
+                  form=t.prompt_form)
         env = FactEnv(seed=cfg.seed, **kw)
         eval_env = FactEnv(env.world, seed=10_000 + cfg.seed, **kw)
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
-                  Scorer.for_run(cfg, policy, ref, tok), Path(out_dir) if out_dir else None, [], 0)
-        if run.out and resume and (run.out / "checkpoint.pt").exists():
-            ck = torch.load(run.out / "checkpoint.pt", weights_only=False, map_location=dev)
+                  Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
+        if out is not None and _previous_run(cfg, out, resume, force):
+            ck = _load_checkpoint(out / "checkpoint.pt", dev)
             policy.load_state_dict(ck["model"])
             opt.load_state_dict(ck["opt"])
             if vhead is not None:
                 vhead.load_state_dict(ck["vhead"])
             run.history, run.start_step = ck["history"], ck["step"]
-        if run.out:
-            run.out.mkdir(parents=True, exist_ok=True)
-            (run.out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+        if out is not None:
+            from ..utils import atomic_write
+
+            with atomic_write(out / "config.json") as f:
+                f.write(json.dumps(asdict(cfg), indent=1))
         if run.start_step == 0:
             policy.eval()
             run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks)})
@@ -485,20 +502,79 @@ class _Run:
             return
         _write_metrics(self.out, self.history)
         step = metrics["step"]
-        if self.cfg.save_every and step % self.cfg.save_every == 0:
+        if self.cfg.save_every and (step % self.cfg.save_every == 0 or step == self.cfg.steps):
+            from ..utils import atomic_write
+
             ck = {"model": self.policy.state_dict(), "opt": self.optimizer.state_dict(), "history": self.history,
                   "step": step}
             if self.value_head is not None:
                 ck["vhead"] = self.value_head.state_dict()
-            torch.save(ck, self.out / "checkpoint.pt")
+            with atomic_write(self.out / "checkpoint.pt", "wb") as f:
+                torch.save(ck, f)
+
+
+#: settings that do not change a run's numbers: a folder can be resumed with other values of these
+_RESUMABLE = {"steps", "progress", "save_every", "device"}
+_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json")
+
+
+def _previous_run(cfg: PPOConfig, out: Path, resume: bool, force: bool) -> bool:
+    """Whether ``out`` holds a run to resume: True when its settings match ``cfg`` and it has a
+    checkpoint; refuses (ValueError) a run with other settings or without a checkpoint, unless
+    ``force``, which removes that run's files. A folder without a run gives False."""
+    from ..config import flatten
+
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"the output folder {out} is a file")
+    if not (out / "config.json").exists() and not (out / "metrics.jsonl").exists():
+        return False
+    if force or not resume:
+        for name in _RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+        return False
+    try:
+        saved = json.loads((out / "config.json").read_text())
+        old = flatten(_config_from_dict(saved))
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"{out}/config.json cannot be read ({type(e).__name__}); pass --force to start over there") from None
+    new = flatten(cfg)
+    differ = [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]]
+    if differ:
+        raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}"
+                         f"{'; ...' if len(differ) > 4 else ''}); choose another folder or pass --force to start over there")
+    if not (out / "checkpoint.pt").exists():
+        raise ValueError(f"{out} holds a run without a checkpoint to resume from (save_every 0?); "
+                         "choose another folder or pass --force to start over there")
+    return True
+
+
+def _config_from_dict(d: Dict) -> PPOConfig:
+    """A PPOConfig from its ``asdict`` form (config.json); unknown fields raise TypeError."""
+    from ..config import AlignConfig, LossConfig, OPDConfig, RewardConfig, TaskConfig
+
+    top = {k: v for k, v in d.items() if k not in ("task", "loss", "reward", "opd")}
+    reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"])}
+    task = {**d["task"], "relations": tuple(d["task"]["relations"])}
+    return PPOConfig(**top, task=TaskConfig(**task), loss=LossConfig(**d["loss"]), reward=RewardConfig(**reward),
+                     opd=OPDConfig(**d["opd"]))
+
+
+def _load_checkpoint(path: Path, device) -> Dict:
+    try:
+        return torch.load(path, weights_only=False, map_location=device)
+    except Exception as e:  # a truncated or foreign file: say which and what to do
+        raise ValueError(f"the checkpoint {path} cannot be read ({type(e).__name__}); delete it to start over, "
+                         "or pass --force") from None
 
 
 def _write_metrics(out: Path, history: List[Dict]) -> None:
-    with open(out / "metrics.jsonl", "w") as f:
+    from ..utils import atomic_write
+
+    with atomic_write(out / "metrics.jsonl") as f:
         for h in history:
             f.write(json.dumps(h) + "\n")
     keys = sorted({k for h in history for k in h}, key=lambda k: (k != "step", k))
-    with open(out / "metrics.csv", "w", newline="") as f:
+    with atomic_write(out / "metrics.csv", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for h in history:

@@ -20,8 +20,15 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ..text.corrections import clean_correction, is_chinese
-from ..text.phrases import (HINT_LEADS, NEGATIVE_MARKERS, POSITIVE_MARKERS, POSITIVE_START_ZH, VAGUE_MARKERS, hint_lead,
-                            is_tool_error)
+from ..text.phrases import (
+    HINT_LEADS,
+    NEGATIVE_MARKERS,
+    POSITIVE_MARKERS,
+    POSITIVE_START_ZH,
+    VAGUE_MARKERS,
+    hint_lead,
+    is_tool_error,
+)
 
 __all__ = ["Vote", "HintVote", "RuleJudge", "LLMJudge", "parse_boxed", "parse_hint", "majority_vote",
            "select_hint", "MIN_HINT_CHARS", "judge_prompt", "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]

@@ -187,29 +187,33 @@ def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
 
 # --------------------------------------------------------------------------- one turn, explained
 def explain_turn(model, tokenizer, question: str, response: str, next_state: str, cfg: Optional[OPDConfig] = None,
-                 combined: bool = False, judge=None) -> dict:
+                 combined: bool = False, judge=None, role: str = "user") -> dict:
     """Everything ``claw opd`` shows for one turn: the judge's score and hint, and per response
     token its text and character span in ``response``, the student's and the teacher's log-prob
     and the advantage (OPD, or with ``combined`` the combined advantage).
 
-    The student prompt is ``question`` in the model's prompt format, the teacher prompt the same
-    with the hint; the response is tokenised once, as the continuation of that prompt, and both
-    are scored on those ids. Raises ValueError for an empty response.
+    ``question`` may be the bare question or a whole prompt in one of the kit's forms
+    ("问：法国的首都是哪里？答：", "Q: ...\nA:", ChatML ...): a recognised form is kept for both the
+    student and the teacher (:func:`claw_lib.prompts.parse_prompt`); a bare question gets the kit's
+    form. The response is tokenised once, as the continuation of the student prompt, and both
+    prompts are scored on those ids. Raises ValueError for an empty response.
     """
-    from ..prompts import build_prompt, response_text, teacher_prompt
+    from ..prompts import build_prompt, parse_prompt, response_text, teacher_prompt
     from ..text.corrections import guess_lang
     from ..text.tokens import subtoken_spans
 
     cfg = cfg or OPDConfig()
-    lang = guess_lang(question, response)
-    cont = response_text(response, lang, tokenizer)
+    parsed = parse_prompt(question)
+    form, lang, q = parsed if parsed else ("kit", guess_lang(question, response), question)
+    student = build_prompt(q, lang, tokenizer=tokenizer, form=form)
+    cont = response_text(response, lang, tokenizer, prompt=student)
     ids = encode(tokenizer, cont)
     if not ids:
         raise ValueError("the response is empty: there is no token to score")
-    sig = judge_turn(response, next_state, judge, cfg)
-    prompts = [build_prompt(question, lang, tokenizer=tokenizer)]
+    sig = judge_turn(response, next_state, judge, cfg, role)
+    prompts = [student]
     if sig.hint:
-        prompts.append(teacher_prompt(question, sig.hint, lang, tokenizer=tokenizer))
+        prompts.append(teacher_prompt(q, sig.hint, lang, tokenizer=tokenizer, form=form))
     lps = token_logprobs(model, tokenizer, prompts, [ids] * len(prompts))
     old, teacher = lps[0], (lps[1] if sig.hint else None)
     if combined:
@@ -221,4 +225,4 @@ def explain_turn(model, tokenizer, question: str, response: str, next_state: str
                "student_logprob": round(float(old[k]), 4),
                "teacher_logprob": None if teacher is None else round(float(teacher[k]), 4),
                "advantage": round(float(adv[k]), 4)} for k, s in enumerate(subtoken_spans(tokenizer, ids))]
-    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "tokens": tokens}
+    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "form": form, "tokens": tokens}

@@ -10,8 +10,16 @@ import torch
 from claw_lib.config import LossConfig
 from claw_lib.prompts import HINT_MARKER, append_hint, template_messages
 from claw_lib.rl.core import aggregate_loss, clipped_surrogate, kl_estimate
-from claw_lib.signals.judges import HINT_DECISIONS, SCORE_VALUES, HintVote, Vote, majority_vote, parse_boxed, \
-    parse_hint, select_hint
+from claw_lib.signals.judges import (
+    HINT_DECISIONS,
+    SCORE_VALUES,
+    HintVote,
+    Vote,
+    majority_vote,
+    parse_boxed,
+    parse_hint,
+    select_hint,
+)
 from claw_lib.signals.opd import opd_advantages, topk_reverse_kl
 
 # (judge output, upstream Binary RL score, upstream hint-judge decision, why)
