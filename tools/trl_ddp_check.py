@@ -59,7 +59,10 @@ def main() -> None:
             "before": before, "after": param_digest(trainer.model), "torch": torch.__version__}
     if acc.is_main_process:
         line["history"] = trainer.history
-    print("CLAW_TRL_DDP " + json.dumps(line), flush=True)
+    for rank in range(acc.num_processes):  # one rank at a time: lines written together interleave in a pipe
+        if rank == acc.process_index:
+            print("CLAW_TRL_DDP " + json.dumps(line), flush=True)
+        acc.wait_for_everyone()
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ def align_texts(output: str, correction: str, config: Optional[AlignConfig] = No
     if overrides:
         cfg = dataclasses.replace(cfg, **overrides)
     enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
-    tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens)
+    tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens,
+                   max_chars=cfg.max_chars)
     al = align(tc.cost, cfg.insert_cost, cfg.delete_cost, cfg.match_threshold)
     return TextAlignment(output, correction, tc.output_tokens, tc.correction_tokens, tc.cost, al)

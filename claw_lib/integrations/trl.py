@@ -19,7 +19,7 @@ any of them**:
   :func:`make_trainer` and :func:`train_trl` run a whole training with the kit's settings and write
   the same ``metrics.jsonl`` / ``metrics.csv`` columns as :func:`claw_lib.rl.ppo.train`
   (:data:`claw_lib.rl.ppo.METRICS`), with the same ``eval/score`` (greedy answers to the same fixed
-  evaluation prompts, :func:`claw_lib.rl.evaluation.evaluate_policy`), so runs compare across engines.
+  evaluation prompts, :func:`claw_lib.toy.evaluation.evaluate_policy`), so runs compare across engines.
 
 How the kit's loss maps onto TRL's (``LossConfig.for_strategy(strategy)``; TRL formulas in
 ``GRPOTrainer._compute_loss``):
@@ -85,7 +85,6 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
 
 from ..config import PPOConfig, override
 from ..models.lm import pack, pad_token_id
-from ..rl.evaluation import evaluate_policy
 from ..rl.ppo import (
     Advantages,
     Rollout,
@@ -98,6 +97,7 @@ from ..rl.ppo import (
     decode_response,
 )
 from ..signals.opd import frozen_teacher
+from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
 
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",

@@ -18,7 +18,7 @@ import torch
 from ..ops import entropy_from_logits, gather_positions, selective_log_softmax
 from ..text.tokens import Token
 from ..utils import resolve_device
-from .loading import ModelNotAvailableError, from_pretrained_offline
+from .loading import ModelNotAvailableError, from_pretrained_offline, verify_manifest
 
 __all__ = [
     "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
@@ -41,9 +41,12 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype: Optio
     hf_logging.disable_progress_bar()
     dev = resolve_device(device)
     path = TINY_LM_DIR if name_or_path == "tiny" else name_or_path
-    if name_or_path == "tiny" and not (Path(path) / "model.safetensors").exists():
-        raise ModelNotAvailableError(
-            f"the tiny GPT checkpoint is missing from {path}; run `claw pretrain` (about 5 minutes on a CPU)")
+    if name_or_path == "tiny":
+        if not (Path(path) / "model.safetensors").exists():
+            raise ModelNotAvailableError(
+                f"the tiny GPT checkpoint is missing from {path}; restore it (`git checkout data/tiny-gpt`) or "
+                "re-create it with `claw pretrain --out data/tiny-gpt --force`")
+        verify_manifest(path)  # the shipped checkpoint is what its manifest says (a few ms)
     tok = from_pretrained_offline(AutoTokenizer, path)
     kw = {"dtype": dtype} if dtype is not None else {}
     model = from_pretrained_offline(AutoModelForCausalLM, path, **kw).to(dev).eval()
