@@ -230,8 +230,9 @@ class PPOConfig:
     """evaluate every N steps (and after the last); 0: only before the first"""
     save_every: int = 4
     """checkpoint every N steps when writing to a folder (0: never)"""
-    threads: int = 2
-    """torch CPU threads"""
+    threads: int = 0
+    """torch CPU threads; 0: the cores free when the run starts (claw_lib.utils.free_cpus; two threads on a
+    busy 2-core machine are several times slower than one, and results agree to 1e-8 either way)"""
     progress: bool = True
     """show a progress bar"""
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -294,9 +295,9 @@ def field_docs(cls) -> Dict[str, str]:
 #: numeric settings and their allowed ranges: dotted name -> (low, high, low inclusive, high inclusive);
 #: None: no bound. Every value must also be finite. Checked by :func:`validate` before any work.
 LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
-    **{n: (1, None, True, False) for n in ("steps", "batch_size", "max_new_tokens", "epochs", "minibatches", "threads",
+    **{n: (1, None, True, False) for n in ("steps", "batch_size", "max_new_tokens", "epochs", "minibatches",
                                           "eval_prompts", "loss.distill_topk", "opd.m")},
-    **{n: (0, None, True, False) for n in ("save_every", "eval_every", "opd.min_hint_chars", "loss.kl_coef",
+    **{n: (0, None, True, False) for n in ("save_every", "eval_every", "threads", "opd.min_hint_chars", "loss.kl_coef",
                                           "loss.vf_coef", "loss.eps_high", "reward.ppl_scale")},
     **{n: (0, None, False, False) for n in ("lr", "temperature", "loss.max_grad_norm", "opd.clip",
                                           "reward.align.max_chars")},

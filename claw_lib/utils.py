@@ -11,7 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-__all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "atomic_write", "FolderLock",
+__all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
+           "atomic_write", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_output"]
 
 
@@ -44,6 +45,31 @@ def resolve_device(device: str = "cpu") -> str:
     if device != "cpu" and not device.startswith("cuda"):
         raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}")
     return device
+
+
+def free_cpus() -> int:
+    """CPU cores free right now: the cores this process may use minus the 1-minute load average,
+    rounded, at least 1. Torch threads beyond the free cores spin against other processes: on a
+    2-core machine with one other busy process, a PPO step with two threads took 2.1 s, with one
+    0.63 s (benchmarks/bench_threads.py)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(1, min(cores, round(cores - busy)))
+
+
+def set_threads(threads: int = 0) -> int:
+    """Set torch's CPU threads: ``threads`` if > 0, else :func:`free_cpus`. Returns the number set."""
+    import torch
+
+    n = threads if threads > 0 else free_cpus()
+    torch.set_num_threads(n)
+    return n
 
 
 def seed_everything(seed: int = 0, threads: int | None = 1) -> None:

@@ -99,6 +99,7 @@ from ..rl.ppo import (
 from ..signals.opd import frozen_teacher
 from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
+from ..utils import set_threads
 
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
            "train_trl", "step_parts", "merge_step_metrics"]
@@ -524,7 +525,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     from ..models.lm import load_causal_lm
     from ..toy.users import FactEnv
 
-    torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     if model is None:
         model, tok = load_causal_lm(cfg.model)
         tokenizer = tokenizer or tok

@@ -25,8 +25,8 @@ name                           shape      meaning
 =============================  =========  =============================================================
 ``rollout.batch.input_ids``    (B, L)     prompt + response ids, right-padded
 ``rollout.batch.response_mask`` (B, T)    bool, True at a real response token
-``rollout.logprobs``           (B, T)     log pi_old(y_t | x, y_<t) of the sampled token, 0 at padding
-``rollout.ref_logprobs``       (B, T)     the same under the frozen reference
+``rollout.logprobs``           (B, T)     log pi_old(y_t | x, y_<t) of the sampled token, 0 at padding (when needed)
+``rollout.ref_logprobs``       (B, T)     the same under the frozen reference (when the KL term is on)
 ``signals.token_signal``       (B, T)     per-token reward or OPD gap, 0 outside the mask
 ``signals.mask``               (B, T)     bool, tokens that count in the loss (a turn without a sample: none)
 ``advantages.advantages``      (B, T)     what multiplies the ratio in the surrogate
@@ -83,7 +83,8 @@ METRICS = {
     "reward/positive_share": "share of masked tokens with a positive signal",
     "reward/negative_share": "share of masked tokens with a negative signal",
     "reward/masked_fraction": "share of responses that give a training sample (mask not empty)",
-    "objective/kl": "mean KL(policy || reference) per token (k3, clamped to [-10, 10]: low_var_kl)",
+    "objective/kl": "mean KL(policy || reference) per token (k3, clamped to [-10, 10]: low_var_kl); logged when the "
+                    "KL term is on (the reference is only run then)",
     "policy/clipfrac": "share of tokens whose ratio was clipped",
     "policy/approx_kl": "mean 0.5 (log pi - log pi_old)^2 during the update",
     "policy/entropy": "mean entropy of the policy at response tokens (nats)",
@@ -128,10 +129,19 @@ def decode_response(tokenizer, ids: List[int]) -> str:
     return tokenizer.decode([t for t in ids if t != tokenizer.eos_token_id], skip_special_tokens=True).strip()
 
 
+def needs_old_logprobs(cfg: PPOConfig) -> bool:
+    """Whether a step needs the rollout's log-probs before its update: OPD's advantage uses them
+    (log pi_T - log pi_old), and with several epochs or minibatches the ratio does. Otherwise the
+    update's own first forward gives exactly the same numbers (detached), as TRL does, and the extra
+    forward is skipped."""
+    return cfg.strategy in ("opd", "combined", "opd_kl") or cfg.epochs * cfg.minibatches > 1
+
+
 @torch.no_grad()
 def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Rollout:
     """Stage 1: ``cfg.batch_size`` prompts of ``env`` (re-seeded for ``step``), one sampled response
-    each, the log-probs of the sampled tokens under ``policy`` (and ``ref`` if given), and the user's
+    each, the log-probs of the sampled tokens under ``policy`` when the step needs them
+    (:func:`needs_old_logprobs`, else None) and under ``ref`` if given (the KL term), and the user's
     replies. Sampling is reproducible from ``cfg.seed`` and ``step``."""
     policy.eval()
     seed = cfg.seed * 100_003 + step
@@ -144,8 +154,8 @@ def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Roll
     dev = next(policy.parameters()).device
     batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
     temp = cfg.temperature  # log-probs of the distribution that was sampled, as upstream
-    logprobs = logprobs_from_batch(policy, batch, temperature=temp)                                  # (B, T)
-    ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None    # (B, T)
+    logprobs = logprobs_from_batch(policy, batch, temperature=temp) if needs_old_logprobs(cfg) else None  # (B, T)
+    ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None        # (B, T)
     texts = [decode_response(tokenizer, ids) for ids in response_ids]
     feedback = [env.step(t, x) for t, x in zip(tasks, texts)]
     return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback)
@@ -223,10 +233,10 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
                                                 temperature=cfg.temperature)[0])) if hinted else {}
-    old = ro.logprobs.cpu().numpy()
+    old = ro.logprobs.cpu().numpy() if ro.logprobs is not None else None
     rows = []
     for b, (ids, s) in enumerate(zip(ro.response_ids, sigs)):
-        n, old_b, tlp = len(ids), old[b, :len(ids)], teacher_lps.get(b)
+        n, old_b, tlp = len(ids), (old[b, :len(ids)] if old is not None else None), teacher_lps.get(b)
         if strategy == "binary_rl":
             rows.append(binary_rl_advantages(s.score, n))
         elif strategy in ("opd", "opd_kl"):
@@ -320,6 +330,7 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     when the mask is empty."""
     L = cfg.loss.for_strategy(cfg.strategy)
     A, M = adv.advantages, adv.mask
+    old = ro.logprobs  # None: one epoch of one minibatch, the update's first forward is pi_old itself
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     policy.train()
     idx = np.arange(len(ro.response_ids))
@@ -346,9 +357,9 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                         else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
                     loss, clipfrac = aggregate_loss(div, m_sub, L.loss_agg, rows), torch.tensor(0.0)
                 else:
-                    loss, clipfrac = clipped_surrogate(lp, ro.logprobs[mb_t], A[mb_t], m_sub, L.eps, L.eps_high,
-                                                       L.loss_agg, rows)
-                kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator)
+                    loss, clipfrac = clipped_surrogate(lp, old[mb_t] if old is not None else lp.detach(), A[mb_t],
+                                                       m_sub, L.eps, L.eps_high, L.loss_agg, rows)
+                kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
                 if L.kl_coef:
                     loss = loss + L.kl_coef * aggregate_loss(kl, m_sub, L.loss_agg, rows)
                 if value_head is not None:
@@ -359,15 +370,18 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                 torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
                 optimizer.step()
                 with torch.no_grad():
-                    k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(lp, ro.ref_logprobs[mb_t])
                     stats["clipfrac"].append(float(clipfrac))
-                    stats["approx_kl"].append(float(masked_mean(0.5 * (lp - ro.logprobs[mb_t]) ** 2, m_sub)))
+                    if old is not None:
+                        stats["approx_kl"].append(float(masked_mean(0.5 * (lp - old[mb_t]) ** 2, m_sub)))
                     stats["entropy"].append(float(masked_mean(entropy_from_logits(logits), m_sub)))
-                    stats["kl"].append(float(masked_mean(k3, m_sub)))
+                    if kl is not None:
+                        k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(lp, ro.ref_logprobs[mb_t])
+                        stats["kl"].append(float(masked_mean(k3, m_sub)))
                     stats["loss"].append(float(loss))
     names = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
              "kl": "objective/kl", "loss": "policy/loss"}
-    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()}
+    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()
+               if k != "kl" or ro.ref_logprobs is not None}  # no reference pass, no KL to log
     if adv.returns is not None and M.sum() > 1:
         with torch.no_grad():
             vals = _values(policy, value_head, ro.batch)
@@ -405,7 +419,7 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
     bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
     for k, step in enumerate(bar):
         t0 = time.time()
-        ro = rollout(policy, tok, run.env, cfg, step, ref=run.ref)                         # 1.
+        ro = rollout(policy, tok, run.env, cfg, step, ref=run.ref if cfg.loss.kl_coef else None)  # 1.
         t1 = time.time()
         sig = compute_signals(ro, cfg, run.scorer)                                         # 2.
         t2 = time.time()
@@ -461,8 +475,10 @@ class _Run:
         from ..toy.users import FactEnv
         from ..utils import resolve_device
 
+        from ..utils import set_threads
+
         _check(cfg)
-        torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         dev = resolve_device(cfg.device)
         policy, tok = load_causal_lm(cfg.model, device=dev)
         ref = frozen_teacher(policy)

@@ -152,12 +152,14 @@ def test_public_stages_give_what_train_gives():
     from claw_lib.signals.opd import frozen_teacher
     from claw_lib.toy.users import FactEnv
 
+    from claw_lib.utils import set_threads
+
     cfg = PPOConfig(strategy="combined", task=TaskConfig(user="teacher"), steps=1, batch_size=6, eval_prompts=4,
                     progress=False)
-    torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     policy, tok = load_causal_lm("tiny")
-    ref = frozen_teacher(policy)
-    ro = rollout(policy, tok, FactEnv(user="teacher", seed=cfg.seed), cfg, step=0, ref=ref)
+    ref = frozen_teacher(policy)  # the OPD teacher; the KL term is off, so the rollout does not run it
+    ro = rollout(policy, tok, FactEnv(user="teacher", seed=cfg.seed), cfg, step=0)
     assert ro.logprobs.shape == ro.batch.response_mask.shape == (6, max(len(r) for r in ro.response_ids))
     sig = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, ref, tok))
     adv = compute_advantages(ro, sig, cfg)
