@@ -104,6 +104,7 @@ def _cmd_align(a) -> int:
     if a.input:
         records = _read_jsonl(a.input, ("output", "correction"))
         enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
+        _prefetch(enc, records, cfg)
         return _write_jsonl(records, lambda r: align_texts(r["output"], r["correction"], cfg, encoder=enc).to_dict(),
                             a.input, a.out, a.force, "align")
     enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
@@ -142,13 +143,42 @@ def _cmd_rewards(a) -> int:
                              question=r.get("question")).to_dict()
 
     if a.input:
-        return _write_jsonl(_read_jsonl(a.input, ("output", "correction")), one, a.input, a.out, a.force, "rewards")
+        records = _read_jsonl(a.input, ("output", "correction"))
+        if enc is not None:
+            _prefetch(enc, records, cfg.align, clean=cfg.clean)
+        return _write_jsonl(records, one, a.input, a.out, a.force, "rewards")
     tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
     if a.json:
         print(json.dumps(tr.to_dict(), ensure_ascii=False))
     else:
         print(_coloured(tr, color=sys.stdout.isatty() and not a.no_color))
     return 0
+
+
+def _prefetch(enc, records: list, cfg: AlignConfig, clean: bool = False) -> None:
+    """Embed every text of a batch in a few padded passes before the per-pair loop reads them (the
+    corrections as the rewards will see them: cleaned). Texts that would fail are left to their line."""
+    from ..text.corrections import clean_correction
+
+    texts = []
+    for r in records:
+        if isinstance(r, dict) and all(len(r[f]) <= cfg.max_chars for f in ("output", "correction")):
+            try:
+                texts += [r["output"], clean_correction(r["correction"]).text if clean else r["correction"]]
+            except ValueError:
+                continue
+    try:
+        enc.prefetch([t for t in texts if _encodable(t)], cfg.layer)
+    except ValueError:  # one bad text among many: the per-line calls report it
+        pass
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _coloured(tr, color: bool) -> str:

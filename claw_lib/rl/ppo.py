@@ -209,7 +209,11 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Alignment / perplexity rewards on each response's own action tokens (spread over sub-tokens)."""
     from ..signals.mapping import policy_token_rewards
     from ..signals.rewards import token_rewards
+    from ..text.corrections import clean_correction
 
+    if scorer.encoder is not None:  # every text of the batch in a few padded encoder passes
+        nexts = [clean_correction(f.next_state).text if cfg.reward.clean else f.next_state for f in ro.feedback]
+        scorer.encoder.prefetch(list(ro.texts) + nexts, cfg.reward.align.layer)
     rows = []
     for t, ids, text, fb in zip(ro.tasks, ro.response_ids, ro.texts, ro.feedback):
         tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
