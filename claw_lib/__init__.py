@@ -30,22 +30,26 @@ brackets)::
     ├── rl/              4. PPO and its ablations                                              [08-10]
     │   ├── core.py          GAE, KL estimators, clipped surrogate, value head
     │   ├── ppo.py           rollout -> compute_signals -> compute_advantages -> ppo_update
-    │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
     │   ├── grids.py         ablation settings and grids, the paper's numbers
     │   └── ablation.py      run a grid; tables, paired differences, curves
     ├── toy/             the lab: a fact world small enough for a laptop                       [05a 07 10]
     │   ├── world.py         countries, facts, questions, answers
-    │   ├── corpus.py        the pre-training mix
+    │   ├── tools.py         the lookup tool: calls, results, errors (next states from a tool)
+    │   ├── corpus.py        the pre-training mix, in several prompt forms
     │   ├── pretrain.py      the kit's tiny GPT and its evaluation
-    │   ├── users.py         simulated users (correcting, student, teacher) and FactEnv
+    │   ├── users.py         simulated users (correcting, student, teacher, tool) and FactEnv
+    │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
     │   └── probe.py         the labelled probe set and alignment-quality metrics
-    └── apps/            what a person runs                                                    [02 11]
-        ├── cli.py           the ``claw`` command
-        ├── explorer.py      the interactive alignment explorer and its static report
-        └── viz.py           heatmaps, coloured tokens, figures
+    ├── apps/            what a person runs                                                    [02 11]
+    │   ├── cli.py           the ``claw`` command
+    │   ├── explorer.py      the interactive alignment explorer and its static report
+    │   └── viz.py           heatmaps, coloured tokens, figures
+    └── integrations/    other engines on the kit's signals (optional packages)             [docs/trl.md]
+        └── trl.py           TRL's GRPOTrainer with the kit's per-token advantages (multi-GPU, vLLM, PEFT)
 
 Imports run one way: ``text`` and ``models`` at the bottom, then ``alignment``, ``signals``, ``toy``,
-``rl``, and ``apps`` on top. The names below are the quickest way in.
+``rl``, and ``apps`` and ``integrations`` on top (only ``integrations`` imports trl / accelerate, and
+nothing imports ``integrations``). The names below are the quickest way in.
 """
 from .alignment.costs import cosine_cost, cost_matrix, lexical_cost, text_cost
 from .alignment.dp import Alignment, AlignOp, align, align_reference

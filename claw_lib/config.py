@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = ["AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
-           "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES"]
+           "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
+           "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS"]
 
 #: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
 #: what the PPO loop can train on: the alignment rewards and OpenClaw-RL's signals
 PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
-#: the toy world's simulated users (:mod:`claw_lib.toy.users`)
-USERS = ("correcting", "student", "teacher")
+#: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool
+USERS = ("correcting", "student", "teacher", "tool")
 #: how per-token signals become advantages in the PPO loop
 ADVANTAGES = ("direct", "grpo", "gae")
 #: the divergences of ``opd_kl`` (OPD as distillation)
@@ -59,6 +60,8 @@ class AlignConfig:
     """a substitution with cost <= this is a "match", otherwise a "replace\""""
     contextual: bool = True
     """False: embed every word alone (the article's baseline, notebook 01)"""
+    max_chars: int = 20_000
+    """longest text accepted, in characters (longer ones are refused with an error; raise it on purpose)"""
     device: str = "cpu"
     """"cpu", "cuda", "cuda:N" or "auto" (the encoder's device)"""
 
@@ -159,8 +162,8 @@ class OPDConfig:
     """Switches of the OPD / Binary RL / combined signal (defaults: OpenClaw-RL's public code)."""
 
     clip: Optional[float] = None
-    """clip the OPD advantage to +-clip, in nats (2.0 in later upstream code); None: no clip
-    (the public snapshot)"""
+    """clip the OPD advantage to +-clip, in nats; None: no clip (the public snapshot has none; the kit
+    used 2.0 before, measured against None in notebook 09)"""
     kappa: float = 1.0
     """scale of the OPD term (1 upstream; the cloud port's convention is 0.02)"""
     w_rl: float = 1.0
@@ -185,7 +188,7 @@ class TaskConfig:
     """Who asks what in the toy world (:class:`claw_lib.toy.users.FactEnv`)."""
 
     user: str = "correcting"
-    """"correcting", "student" or "teacher" (:mod:`claw_lib.toy.users`)"""
+    """"correcting", "student", "teacher" or "tool" (:mod:`claw_lib.toy.users`)"""
     questions: str = "single"
     """"single" or "pair" (two capitals per question, correcting user only: the token vs sentence A/B)"""
     relations: Tuple[str, ...] = ("capital",)
@@ -196,6 +199,17 @@ class TaskConfig:
     p_vague: Optional[float] = None
     """share in [0, 1] of unsatisfied replies without a hint (None: the user's default, 0.1 for the
     correcting user, 0 for the style users); makes OPD samples sparse"""
+    prompt_form: str = "kit"
+    """the prompts' surface form (claw_lib.prompts.PROMPT_FORMS; a tokenizer's chat template wins)"""
+
+
+#: OpenClaw-RL's run scripts, per strategy: upper clip (None: no ratio, a distillation loss) and loss
+#: aggregation. The kit's alignment strategies are not upstream's; they keep the kit's (0.28, token mean).
+UPSTREAM_LOSS = {"binary_rl": (0.28, "sample_mean"), "opd": (0.2, "sample_mean"), "combined": (0.28, "sample_mean"),
+                 "opd_kl": (None, "sample_mean")}
+KIT_LOSS = (0.28, "token_mean")
+#: how per-token losses become one number (:func:`claw_lib.rl.core.aggregate_loss`)
+LOSS_AGGREGATIONS = ("sample_mean", "token_mean")
 
 
 @dataclass
@@ -203,13 +217,18 @@ class LossConfig:
     """The terms of the PPO update (defaults: OpenClaw-RL's run scripts where they exist)."""
 
     eps: float = 0.2
-    """lower clip of the probability ratio, 1 - eps"""
-    eps_high: float = 0.28
-    """upper clip of the probability ratio, 1 + eps_high (OpenClaw's asymmetric clip)"""
+    """lower clip of the probability ratio, 1 - eps (upstream: 0.2)"""
+    eps_high: Optional[float] = None
+    """upper clip of the probability ratio, 1 + eps_high; None: per strategy as the upstream scripts
+    (0.2 for opd, 0.28 for binary_rl and combined; 0.28 for the kit's alignment strategies)"""
+    loss_agg: Optional[str] = None
+    """"sample_mean" (each response's token mean, then the mean over responses; a response with every
+    token masked still counts) or "token_mean" (the mean over all masked tokens); None: sample_mean for
+    binary_rl, opd, combined and opd_kl (upstream's scripts), token_mean for the alignment strategies"""
     kl_coef: float = 0.0
-    """weight of the KL-to-reference loss term (0 upstream)"""
-    kl_estimator: str = "k3"
-    """"k1" or "k3" (low variance, always >= 0)"""
+    """weight of the KL-to-reference loss term (0 in every upstream script)"""
+    kl_estimator: str = "low_var_kl"
+    """"k1", "k3" or "low_var_kl" (k3 clamped to [-10, 10] per token, upstream's)"""
     max_grad_norm: float = 1.0
     """gradient clipping (L2 norm over all trained parameters)"""
     vf_coef: float = 0.5
@@ -217,8 +236,15 @@ class LossConfig:
     distill: str = "forward_kl"
     """opd_kl: "forward_kl" (KL(teacher || student) over the vocabulary) or "topk_reverse_kl"
     (KL(student || teacher) over the teacher's top ``distill_topk`` ids plus a tail bin)"""
-    distill_topk: int = 16
-    """K of the top-K reverse KL"""
+    distill_topk: int = 50
+    """K of the top-K reverse KL (upstream: 50)"""
+
+    def for_strategy(self, strategy: str) -> "LossConfig":
+        """This config with ``eps_high`` and ``loss_agg`` resolved for ``strategy`` (None -> the
+        per-strategy default of :data:`UPSTREAM_LOSS`, or :data:`KIT_LOSS`)."""
+        eps_high, agg = UPSTREAM_LOSS.get(strategy, KIT_LOSS)
+        return dataclasses.replace(self, eps_high=self.eps_high if self.eps_high is not None else (eps_high or self.eps),
+                                   loss_agg=self.loss_agg or agg)
 
 
 @dataclass
@@ -260,8 +286,9 @@ class PPOConfig:
     """evaluate every N steps (and after the last); 0: only before the first"""
     save_every: int = 4
     """checkpoint every N steps when writing to a folder (0: never)"""
-    threads: int = 2
-    """torch CPU threads"""
+    threads: int = 0
+    """torch CPU threads; 0: the cores free when the run starts (claw_lib.utils.free_cpus; two threads on a
+    busy 2-core machine are several times slower than one, and results agree to 1e-8 either way)"""
     progress: bool = True
     """show a progress bar"""
     task: TaskConfig = field(default_factory=TaskConfig)
@@ -270,8 +297,8 @@ class PPOConfig:
     """the terms of the update"""
     reward: RewardConfig = field(default_factory=lambda: RewardConfig(omissions=True))
     """alignment / perplexity rewards; omissions charged (a policy otherwise learns to stop early)"""
-    opd: OPDConfig = field(default_factory=lambda: OPDConfig(clip=2.0))
-    """OpenClaw-RL's signals; the OPD advantage clipped to +-2 (later upstream code)"""
+    opd: OPDConfig = field(default_factory=OPDConfig)
+    """OpenClaw-RL's signals (no clip of the OPD advantage, as the public snapshot)"""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -318,3 +345,53 @@ def field_docs(cls) -> Dict[str, str]:
                 and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str):
             docs[a.target.id] = " ".join(b.value.value.split())
     return docs
+
+
+# --------------------------------------------------------------------------- validation
+#: numeric settings and their allowed ranges: dotted name -> (low, high, low inclusive, high inclusive);
+#: None: no bound. Every value must also be finite. Checked by :func:`validate` before any work.
+LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
+    **{n: (1, None, True, False) for n in ("steps", "batch_size", "max_new_tokens", "epochs", "minibatches",
+                                          "eval_prompts", "loss.distill_topk", "opd.m")},
+    **{n: (0, None, True, False) for n in ("save_every", "eval_every", "threads", "opd.min_hint_chars", "loss.kl_coef",
+                                          "loss.vf_coef", "loss.eps_high", "reward.ppl_scale")},
+    **{n: (0, None, False, False) for n in ("lr", "temperature", "loss.max_grad_norm", "opd.clip",
+                                          "reward.align.max_chars")},
+    **{n: (0, 1, True, True) for n in ("gamma", "lam", "task.misconception_share", "task.p_vague",
+                                       "reward.align.lexical_weight")},
+    "loss.eps": (0, 1, False, False),
+    "reward.align.insert_cost": (0, None, True, False), "reward.align.delete_cost": (0, None, True, False),
+}
+
+
+def validate(cfg, prefix: str = "") -> None:
+    """Raise ValueError naming the first setting of ``cfg`` (a PPOConfig or any config of the tree)
+    that is not a finite number in its range (:data:`LIMITS`) or not one of its choices."""
+    import math
+
+    flat = flatten(cfg)
+    for name, value in flat.items():
+        full = prefix + name
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"{full} must be a finite number, got {value}")
+        lim = LIMITS.get(full)
+        if lim is None:
+            continue
+        lo, hi, lo_in, hi_in = lim
+        if (lo is not None and (value < lo or (value == lo and not lo_in))) or \
+                (hi is not None and (value > hi or (value == hi and not hi_in))):
+            rng = f"{'[' if lo_in else '('}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{']' if hi_in else ')'}"
+            raise ValueError(f"{full} must be in {rng}, got {value}")
+    from .prompts import PROMPT_FORMS
+
+    choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
+               "task.prompt_form": tuple(PROMPT_FORMS),
+               "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
+               "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live")}
+    for name, allowed in choices.items():
+        if prefix + name in flat and flat[prefix + name] not in allowed:
+            raise ValueError(f"{prefix + name} must be one of {allowed}, got {flat[prefix + name]!r}")
+    if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:
+        raise ValueError(f"minibatches ({flat['minibatches']}) must not exceed batch_size ({flat['batch_size']})")

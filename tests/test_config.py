@@ -39,9 +39,18 @@ def test_override_nested_and_flat():
 
 
 def test_ppo_defaults_differ_from_the_tutorials_where_documented():
-    """PPO charges omissions and clips the OPD gap; the tutorials' RewardConfig and OPDConfig do not."""
+    """PPO charges omissions, the tutorials' RewardConfig does not; neither clips the OPD gap (upstream)."""
     assert RewardConfig().omissions is False and PPOConfig().reward.omissions is True
-    assert OPDConfig().clip is None and PPOConfig().opd.clip == 2.0
+    assert OPDConfig().clip is None and PPOConfig().opd.clip is None
+
+
+def test_loss_settings_per_strategy_follow_the_upstream_scripts():
+    L = LossConfig()
+    assert (L.for_strategy("opd").eps_high, L.for_strategy("opd").loss_agg) == (0.2, "sample_mean")
+    assert (L.for_strategy("binary_rl").eps_high, L.for_strategy("combined").eps_high) == (0.28, 0.28)
+    assert (L.for_strategy("binary").eps_high, L.for_strategy("binary").loss_agg) == (0.28, "token_mean")
+    set_ = LossConfig(eps_high=0.3, loss_agg="token_mean").for_strategy("opd")
+    assert (set_.eps_high, set_.loss_agg) == (0.3, "token_mean")  # a value set by the user wins
 
 
 def test_flatten_names_every_leaf():

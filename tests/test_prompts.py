@@ -1,5 +1,4 @@
 """Prompts: the plain format, the chat template, the hint marker, where an answer starts."""
-import pytest
 
 from claw_lib.prompts import HINT_MARKER, append_hint, build_prompt, teacher_prompt
 
@@ -21,8 +20,8 @@ def test_teacher_prompt_with_and_without_chat_template(tmp_path):
 
     text = teacher_prompt("", "the hint", tokenizer=Tok(), messages=msgs)
     assert text.endswith("<user>Q2" + HINT_MARKER + "the hint|<assistant>")
-    with pytest.raises(ValueError):
-        append_hint([{"role": "system", "content": "x"}], "h")
+    # no user message: the last message of any role takes the hint (upstream's rule)
+    assert append_hint([{"role": "system", "content": "x"}], "h") == [{"role": "system", "content": "x" + HINT_MARKER + "h"}]
 
 
 def test_prompt_formats():
@@ -30,3 +29,27 @@ def test_prompt_formats():
     assert p == "问：法国的首都是哪里？" + HINT_MARKER + "不对，法国的首都是巴黎。\n答："
     assert build_prompt("What is the capital of France?", "en") == "Q: What is the capital of France?\nA:"
     assert "（用户纠正：" in build_prompt("q", "zh", "h", inline=True)
+
+
+def test_every_form_holds_the_question_and_the_hint():
+    from claw_lib.prompts import HELD_OUT_FORMS, PROMPT_FORMS, TRAINED_FORMS, parse_prompt
+
+    assert set(TRAINED_FORMS) | set(HELD_OUT_FORMS) == set(PROMPT_FORMS) and not set(TRAINED_FORMS) & set(HELD_OUT_FORMS)
+    for form in PROMPT_FORMS:
+        for lang, q in (("zh", "法国的首都是哪里？"), ("en", "What is the capital of France?")):
+            p = build_prompt(q, lang, "Paris.", form=form)
+            assert q + HINT_MARKER + "Paris." in p
+            if form != "bare":  # a prompt typed in a known form is recognised, question and language included
+                assert parse_prompt(build_prompt(q, lang, form=form)) == (form, lang, q)
+    assert parse_prompt("问：法国的首都是哪里？答：") == ("inline", "zh", "法国的首都是哪里？")
+    assert parse_prompt("just a question") is None
+
+
+def test_where_an_answer_starts():
+    from claw_lib.prompts import response_text
+
+    for form, space in (("kit", True), ("inline", True), ("qa_words", True), ("bare", False), ("chat", False)):
+        p = build_prompt("What is the capital of France?", "en", form=form)
+        assert response_text("Paris.", "en", prompt=p) == (" Paris." if space else "Paris."), form
+        assert response_text("巴黎。", "zh", prompt=build_prompt("法国的首都是哪里？", "zh", form=form)) == "巴黎。"
+    assert response_text("Paris.", "en") == " Paris." and response_text("", "en") == "" and response_text(" x", "en") == " x"

@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..text.tokens import Token, tokenize
+from ..text.tokens import MAX_TEXT_CHARS, Token, tokenize
 
 __all__ = ["cosine_cost", "lexical_cost", "cost_matrix", "TextCost", "text_cost"]
 
@@ -84,12 +84,13 @@ class TextCost:
 
 def text_cost(output: str, correction: str, encoder, layer: Optional[int] = None,
               lexical_weight: float = 0.0, contextual: bool = True,
-              output_tokens: Optional[List[Token]] = None, correction_tokens: Optional[List[Token]] = None) -> TextCost:
-    """Tokenize both texts (unless their word tokens are given), embed the words (in context, or
-    each alone if ``contextual=False``) with ``encoder`` (a loaded
-    :class:`~claw_lib.alignment.encoders.Encoder`) and build the cost matrix."""
-    a = tokenize(output) if output_tokens is None else list(output_tokens)
-    b = tokenize(correction) if correction_tokens is None else list(correction_tokens)
+              output_tokens: Optional[List[Token]] = None, correction_tokens: Optional[List[Token]] = None,
+              max_chars: int = MAX_TEXT_CHARS) -> TextCost:
+    """Tokenize both texts (unless their word tokens are given; texts over ``max_chars`` characters
+    are refused), embed the words (in context, or each alone if ``contextual=False``) with ``encoder``
+    (a loaded :class:`~claw_lib.alignment.encoders.Encoder`) and build the cost matrix."""
+    a = tokenize(output, max_chars) if output_tokens is None else list(output_tokens)
+    b = tokenize(correction, max_chars) if correction_tokens is None else list(correction_tokens)
     if contextual:
         E = encoder.embed_words(output, a, layer).vectors
         F = encoder.embed_words(correction, b, layer).vectors

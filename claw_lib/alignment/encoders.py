@@ -42,6 +42,10 @@ class WordEmbeddings:
     vectors: np.ndarray
 
 
+class _Stop(Exception):
+    """Raised by a forward hook to end an encoder forward early (:meth:`Encoder._forward_until`)."""
+
+
 _MARKERS = {"\u2581", "\u0120", "Ġ", "▁"}
 
 
@@ -64,6 +68,9 @@ class Encoder:
         last = len(mask) - mask[::-1].index(0) if 0 in mask else len(mask)
         self._prefix = list(probe["input_ids"][:first])   # e.g. [<s>] or [CLS]
         self._suffix = list(probe["input_ids"][last:])    # e.g. [</s>] or [SEP]
+        #: texts per forward pass in :meth:`prefetch`; cached texts (most recent kept)
+        self.batch_size, self.cache_size = 32, 4096
+        self._cache: dict = {}
 
     def __repr__(self) -> str:
         return f"Encoder({self.name!r}, layer={self.layer}/{self.n_layers}, device={self.device!r})"
@@ -74,39 +81,110 @@ class Encoder:
             raise ValueError(f"layer must be in [-{L + 1}, {L}] for this {L}-layer encoder, got {layer}")
         return layer % (L + 1)
 
-    def _hidden(self, ids: List[int], layer: int):
-        """Hidden states (T, d) of ``layer`` for one list of content ids (specials added here)."""
+    def _layers(self):
+        """The model's list of transformer blocks when it is a BERT-like encoder (``encoder.layer``)."""
+        enc = getattr(self.model, "encoder", None)
+        return getattr(enc, "layer", None) if hasattr(self.model, "embeddings") else None
+
+    def _hidden_batch(self, id_lists: Sequence[List[int]], layer: int) -> List[np.ndarray]:
+        """Hidden states of ``layer`` for several lists of content ids: (T_k, d) each.
+
+        The lists are sorted by length and padded into batches of :attr:`batch_size` with an
+        attention mask (one forward per batch, not per text), and the forward stops at ``layer``
+        (a BERT-like model runs only its first ``layer`` blocks): the states equal one text at a
+        time through the whole model up to float noise (tests/alignment/test_encoders.py).
+        """
         import torch
 
-        full = self._prefix + list(ids) + self._suffix
-        x = torch.tensor([full], device=self.device)
-        with torch.no_grad():
-            out = self.model(input_ids=x, attention_mask=torch.ones_like(x), output_hidden_states=True)
-        h = out.hidden_states[layer][0]
-        return h[len(self._prefix):h.shape[0] - len(self._suffix)].float().cpu().numpy()
+        out: List[Optional[np.ndarray]] = [None] * len(id_lists)
+        order = sorted(range(len(id_lists)), key=lambda k: len(id_lists[k]))
+        pad = self.tokenizer.pad_token_id or 0
+        blocks = self._layers()
+        for s in range(0, len(order), self.batch_size):
+            chunk = order[s:s + self.batch_size]
+            rows = [self._prefix + list(id_lists[k]) + self._suffix for k in chunk]
+            L = max(len(r) for r in rows)
+            x = torch.tensor([r + [pad] * (L - len(r)) for r in rows], device=self.device)
+            att = torch.tensor([[1] * len(r) + [0] * (L - len(r)) for r in rows], device=self.device)
+            with torch.no_grad():
+                if blocks is not None and 0 < layer < len(blocks):  # stop at the layer that is used
+                    h = self._forward_until(blocks[layer - 1], x, att)
+                else:
+                    h = self.model(input_ids=x, attention_mask=att, output_hidden_states=True).hidden_states[layer]
+            h = h.float().cpu().numpy()
+            for k, row, hk in zip(chunk, rows, h):
+                out[k] = hk[len(self._prefix):len(row) - len(self._suffix)]
+        return out  # type: ignore[return-value]
+
+    def _forward_until(self, block, x, att):
+        """Output of ``block`` (the hidden states after it), the blocks above it not run: a
+        forward hook on ``block`` raises with its output. (Swapping ``encoder.layer`` for a
+        shorter list does not work on transformers 5, whose hidden-state recorder keeps the
+        modules it saw on the first call.)"""
+        def stop(_module, _inputs, output):
+            raise _Stop(output[0] if isinstance(output, tuple) else output)
+
+        handle = block.register_forward_hook(stop)
+        try:
+            self.model(input_ids=x, attention_mask=att)
+        except _Stop as done:
+            return done.args[0]
+        finally:
+            handle.remove()
+        raise RuntimeError("the encoder's forward never reached the requested layer")
+
+    def _hidden(self, ids: List[int], layer: int):
+        """Hidden states (T, d) of ``layer`` for one list of content ids (specials added here)."""
+        return self._hidden_batch([ids], layer)[0]
+
+    def _windows(self, text: str):
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = list(enc["input_ids"])
+        subs = [Token(text[s:e], int(s), int(e)) for s, e in enc["offset_mapping"]]
+        pieces = self.tokenizer.convert_ids_to_tokens(ids)
+        win = self.max_len - len(self._prefix) - len(self._suffix)
+        if len(ids) > win:
+            warnings.warn(
+                f"text has {len(ids)} sub-tokens, more than the encoder window of {win}; it is "
+                f"embedded in {-(-len(ids) // win)} windows without context across windows",
+                stacklevel=4,
+            )
+        return subs, pieces, [ids[k:k + win] for k in range(0, len(ids), win)]
+
+    def prefetch(self, texts: Sequence[str], layer: Optional[int] = None) -> None:
+        """Embed many texts at once (batched, see :meth:`_hidden_batch`) into the encoder's cache,
+        so that the per-text calls that follow (:meth:`subtoken_states`, :meth:`embed_words`, every
+        reward and alignment function) find them: call it before looping over a batch. A text that
+        occurs several times (one correction for several responses) is embedded once."""
+        layer = self.layer if layer is None else self._check_layer(layer)
+        todo = [t for t in dict.fromkeys(texts) if (t, layer) not in self._cache]
+        parts = [self._windows(t) for t in todo]
+        flat = [w for _, _, wins in parts for w in wins]
+        states = iter(self._hidden_batch(flat, layer)) if flat else iter(())
+        for t, (subs, pieces, wins) in zip(todo, parts):
+            h = [next(states) for _ in wins]
+            self._remember((t, layer), (subs, pieces, np.concatenate(h) if h else self._empty()))
+
+    def _empty(self) -> np.ndarray:
+        return np.zeros((0, self.model.config.hidden_size), np.float32)
+
+    def _remember(self, key, value) -> None:
+        self._cache[key] = value
+        while len(self._cache) > self.cache_size:
+            self._cache.pop(next(iter(self._cache)))
 
     def subtoken_states(self, text: str, layer: Optional[int] = None):
         """Content sub-tokens of ``text`` (with offsets) and their hidden states (T, d).
 
         Text longer than the encoder's window is embedded in consecutive windows (with a
         warning): context does not cross window boundaries, but every sub-token gets a vector.
+        Results are cached per (text, layer) (:meth:`prefetch` fills the cache in batches).
         """
         layer = self.layer if layer is None else self._check_layer(layer)
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = list(enc["input_ids"])
-        subs = [Token(text[s:e], int(s), int(e)) for s, e in enc["offset_mapping"]]
-        pieces = self.tokenizer.convert_ids_to_tokens(ids)
-        if not ids:
-            return subs, pieces, np.zeros((0, self.model.config.hidden_size), np.float32)
-        win = self.max_len - len(self._prefix) - len(self._suffix)
-        if len(ids) > win:
-            warnings.warn(
-                f"text has {len(ids)} sub-tokens, more than the encoder window of {win}; it is "
-                f"embedded in {-(-len(ids) // win)} windows without context across windows",
-                stacklevel=3,
-            )
-        states = np.concatenate([self._hidden(ids[k:k + win], layer) for k in range(0, len(ids), win)])
-        return subs, pieces, states
+        if (text, layer) not in self._cache:
+            self.prefetch([text], layer)
+        subs, pieces, states = self._cache[(text, layer)]
+        return list(subs), list(pieces), states
 
     def embed_words(self, text: str, words: Optional[Sequence[Token]] = None,
                     layer: Optional[int] = None) -> WordEmbeddings:

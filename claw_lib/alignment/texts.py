@@ -12,7 +12,7 @@ from ..text.tokens import Token
 from .costs import text_cost
 from .dp import Alignment, align
 
-__all__ = ["TextAlignment", "align_texts"]
+__all__ = ["TextAlignment", "align_texts", "align_many"]
 
 
 @dataclass
@@ -80,6 +80,23 @@ def align_texts(output: str, correction: str, config: Optional[AlignConfig] = No
     if overrides:
         cfg = dataclasses.replace(cfg, **overrides)
     enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
-    tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens)
+    tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens,
+                   max_chars=cfg.max_chars)
     al = align(tc.cost, cfg.insert_cost, cfg.delete_cost, cfg.match_threshold)
     return TextAlignment(output, correction, tc.output_tokens, tc.correction_tokens, tc.cost, al)
+
+
+def align_many(outputs: List[str], corrections: List[str], config: Optional[AlignConfig] = None,
+               encoder=None) -> List[TextAlignment]:
+    """:func:`align_texts` for many pairs: every text is embedded first in a few padded encoder passes
+    (:meth:`~claw_lib.alignment.encoders.Encoder.prefetch`; a correction shared by several outputs
+    once), then each pair is aligned. Same results as one pair at a time, several times faster."""
+    from .encoders import load_encoder
+
+    if len(outputs) != len(corrections):
+        raise ValueError(f"{len(outputs)} outputs but {len(corrections)} corrections")
+    cfg = config or AlignConfig()
+    enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
+    if cfg.contextual:
+        enc.prefetch(list(outputs) + list(corrections), cfg.layer)
+    return [align_texts(o, c, cfg, encoder=enc) for o, c in zip(outputs, corrections)]

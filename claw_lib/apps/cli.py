@@ -1,104 +1,126 @@
 """The ``claw`` command line.
 
     claw setup                         convert the offline encoder once (about 5 s)
-    claw pretrain [--out DIR]          regenerate the tiny GPT of the fact world
+    claw pretrain --out DIR            regenerate the tiny GPT of the fact world
     claw align OUTPUT CORRECTION       print the alignment table (--json for one JSON object)
     claw align --input FILE.jsonl      one JSON line per input line {"output", "correction"}
     claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
-    claw train --strategy S --user U --steps N --seed K --out DIR [--questions pair]   PPO on the fact world
-    claw reproduce [--grid quick|full|table3|table3-extra] [--users ...] [--strategies ...]   the ablation grid -> results/ablation.csv, .md, curves
+    claw train --strategy S --user U --steps N --seed K --out DIR [--engine trl]   PPO on the fact world
+    claw reproduce [--grid quick|full|table3|table3-extra] [--out DIR]   the ablation grid: table, CSV, curves
+
+Rules for every command: nothing a user has is overwritten by default (an input file, a folder that
+holds results, the shipped checkpoint: ``--force`` says so explicitly); files are written whole or not
+at all; a bad option or input gives one line on stderr that names it, exit code 2, never a traceback;
+Ctrl-C says what was kept and exits with 130.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
-from typing import List, Optional
+from pathlib import Path
+from typing import Callable, List, Optional
 
 from ..config import REWARD_STRATEGIES, USERS, AlignConfig, PPOConfig, field_docs, flatten, override
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "TRAIN_FLAGS"]
 
 
+class CLIError(Exception):
+    """A problem with what the user asked for: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error ("claw train: argument --steps: ..."), no usage dump."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _number(kind: type, lo: Optional[float] = None, hi: Optional[float] = None, lo_open: bool = False) -> Callable:
+    """An argparse type: a finite ``kind`` (int or float) in [lo, hi] (lo excluded with ``lo_open``)."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if lo is not None and (v < lo or (lo_open and v == lo)):
+            raise argparse.ArgumentTypeError(f"must be {'>' if lo_open else '>='} {lo}, got {text}")
+        if hi is not None and v > hi:
+            raise argparse.ArgumentTypeError(f"must be <= {hi}, got {text}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
+# --------------------------------------------------------------------------- align / rewards
 def _add_align_args(p: argparse.ArgumentParser) -> None:
     d = AlignConfig()
     p.add_argument("output", nargs="?", help="the model's output text")
     p.add_argument("correction", nargs="?", help="the user's correction text")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--input", metavar="FILE.jsonl",
-                   help="batch mode: lines with 'output' and 'correction'; writes one JSON line each")
-    p.add_argument("--out", metavar="FILE", help="batch mode: write JSON lines here (default stdout)")
+                   help="batch mode: lines with 'output' and 'correction'; writes one JSON line per input line "
+                        "(an error record with the line number for a line that fails)")
+    p.add_argument("--out", metavar="FILE", help="batch mode: write JSON lines here (default stdout); never the input")
+    p.add_argument("--force", action="store_true", help="batch mode: replace an existing --out file")
     p.add_argument("--encoder", default=d.encoder, help="'e5' (default), 'minilm', or a HF name/path")
     p.add_argument("--layer", type=int, default=d.layer, help="encoder hidden layer (default per encoder)")
-    p.add_argument("--lexical-weight", type=float, default=d.lexical_weight)
-    p.add_argument("--insert-cost", type=float, default=d.insert_cost)
-    p.add_argument("--delete-cost", type=float, default=d.delete_cost)
-    p.add_argument("--threshold", type=float, default=d.match_threshold, help="match threshold on cost")
+    p.add_argument("--lexical-weight", type=_number(float, 0, 1), default=d.lexical_weight)
+    p.add_argument("--insert-cost", type=_number(float, 0), default=d.insert_cost)
+    p.add_argument("--delete-cost", type=_number(float, 0), default=d.delete_cost)
+    p.add_argument("--threshold", type=_number(float), default=d.match_threshold, help="match threshold on cost")
     p.add_argument("--isolated", action="store_true", help="embed each word alone (the seed's baseline)")
+    p.add_argument("--max-chars", type=_number(int, 1), default=d.max_chars,
+                   help=f"longest text accepted, in characters (default {d.max_chars})")
     p.add_argument("--device", default=d.device, help="cpu | cuda | auto")
 
 
-def _config(a):
+def _config(a) -> AlignConfig:
     return AlignConfig(encoder=a.encoder, layer=a.layer, lexical_weight=a.lexical_weight,
-                       insert_cost=a.insert_cost, delete_cost=a.delete_cost,
-                       match_threshold=a.threshold, contextual=not a.isolated, device=a.device)
+                       insert_cost=a.insert_cost, delete_cost=a.delete_cost, match_threshold=a.threshold,
+                       contextual=not a.isolated, device=a.device, max_chars=a.max_chars)
+
+
+def _texts(a, command: str) -> None:
+    if a.input and (a.output or a.correction):
+        raise CLIError(f"claw {command}: give either OUTPUT CORRECTION or --input FILE, not both")
+    if not a.input and (a.output is None or a.correction is None):
+        raise CLIError(f"claw {command}: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
 
 
 def _cmd_align(a) -> int:
     from ..alignment.encoders import load_encoder
     from ..alignment.texts import align_texts
 
+    _texts(a, "align")
     cfg = _config(a)
     if a.input:
-        if a.output or a.correction:
-            raise SystemExit("claw align: give either OUTPUT CORRECTION or --input FILE, not both")
-        return _align_batch(a.input, a.out, cfg)
-    if a.output is None or a.correction is None:
-        raise SystemExit("claw align: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
+        records = _read_jsonl(a.input, ("output", "correction"))
+        enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
+        _prefetch(enc, records, cfg)
+        return _write_jsonl(records, lambda r: align_texts(r["output"], r["correction"], cfg, encoder=enc).to_dict(),
+                            a.input, a.out, a.force, "align")
     enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
     ta = align_texts(a.output, a.correction, cfg, encoder=enc)
     if a.html or a.png:
         from ..config import RewardConfig
+        from ..utils import atomic_write
         from .explorer import heatmap_png, report_html
 
         if a.html:
-            with open(a.html, "w", encoding="utf-8") as f:
+            with atomic_write(_file_out(a.html, a.force)) as f:
                 f.write(report_html(a.output, a.correction, a.strategy, RewardConfig(align=cfg), encoder=enc))
         if a.png:
-            with open(a.png, "wb") as f:
+            with atomic_write(_file_out(a.png, a.force), "wb") as f:
                 f.write(heatmap_png(ta))
-    if a.json:
-        print(json.dumps(ta.to_dict(), ensure_ascii=False))
-    else:
-        print(ta.format_table())
-    return 0
-
-
-def _align_batch(path: str, out_path: Optional[str], cfg) -> int:
-    from ..alignment.encoders import load_encoder
-    from ..alignment.texts import align_texts
-
-    try:
-        records = _read_jsonl(path, ("output", "correction"))
-    except SystemExit as e:
-        raise SystemExit(f"claw align: {e}")
-    enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
-    return _write_jsonl(records, lambda r: align_texts(r["output"], r["correction"], cfg, encoder=enc).to_dict(),
-                        out_path, "align")
-
-
-def _write_jsonl(records: list, fn, out_path: Optional[str], desc: str) -> int:
-    """``fn(record)`` -> dict, one JSON line per record, to ``out_path`` or stdout, with a progress bar."""
-    from tqdm.auto import tqdm
-
-    out = open(out_path, "w", encoding="utf-8") if out_path else sys.stdout
-    try:
-        for r in tqdm(records, desc=desc, unit="pair", file=sys.stderr, disable=None):
-            out.write(json.dumps(fn(r), ensure_ascii=False) + "\n")
-    finally:
-        if out_path:
-            out.close()
+    print(json.dumps(ta.to_dict(), ensure_ascii=False) if a.json else ta.format_table())
     return 0
 
 
@@ -107,6 +129,7 @@ def _cmd_rewards(a) -> int:
     from ..config import RewardConfig
     from ..signals.rewards import token_rewards
 
+    _texts(a, "rewards")
     cfg = RewardConfig(align=_config(a))
     enc = load_encoder(cfg.align.encoder, cfg.align.layer, cfg.align.device) if a.strategy != "perplexity" else None
     judge = None
@@ -114,21 +137,48 @@ def _cmd_rewards(a) -> int:
         from ..models.lm import load_causal_lm
 
         judge = load_causal_lm(a.judge, device=a.device)
+
+    def one(r):
+        return token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc, judge=judge,
+                             question=r.get("question")).to_dict()
+
     if a.input:
-        if a.output or a.correction:
-            raise SystemExit("claw rewards: give either OUTPUT CORRECTION or --input FILE, not both")
         records = _read_jsonl(a.input, ("output", "correction"))
-        return _write_jsonl(records, lambda r: token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc,
-                                                             judge=judge, question=r.get("question")).to_dict(),
-                            a.out, "rewards")
-    if a.output is None or a.correction is None:
-        raise SystemExit("claw rewards: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
+        if enc is not None:
+            _prefetch(enc, records, cfg.align, clean=cfg.clean)
+        return _write_jsonl(records, one, a.input, a.out, a.force, "rewards")
     tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
     if a.json:
         print(json.dumps(tr.to_dict(), ensure_ascii=False))
     else:
         print(_coloured(tr, color=sys.stdout.isatty() and not a.no_color))
     return 0
+
+
+def _prefetch(enc, records: list, cfg: AlignConfig, clean: bool = False) -> None:
+    """Embed every text of a batch in a few padded passes before the per-pair loop reads them (the
+    corrections as the rewards will see them: cleaned). Texts that would fail are left to their line."""
+    from ..text.corrections import clean_correction
+
+    texts = []
+    for r in records:
+        if isinstance(r, dict) and all(len(r[f]) <= cfg.max_chars for f in ("output", "correction")):
+            try:
+                texts += [r["output"], clean_correction(r["correction"]).text if clean else r["correction"]]
+            except ValueError:
+                continue
+    try:
+        enc.prefetch([t for t in texts if _encodable(t)], cfg.layer)
+    except ValueError:  # one bad text among many: the per-line calls report it
+        pass
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _coloured(tr, color: bool) -> str:
@@ -143,23 +193,88 @@ def _coloured(tr, color: bool) -> str:
     return head + "\n" + " ".join(parts)
 
 
+def _file_in(path: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise CLIError(f"input file {p} does not exist")
+    if p.is_dir():
+        raise CLIError(f"input {p} is a folder, not a file")
+    return p
+
+
+def _file_out(path: str, force: bool, inputs=()) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        raise CLIError(f"--out {p} is a folder; give a file name")
+    if any(p.resolve() == Path(i).resolve() for i in inputs):
+        raise CLIError(f"--out {p} is the input file; write the results to another file")
+    if p.exists() and not force:
+        raise CLIError(f"--out {p} already exists; choose a new file or pass --force to replace it")
+    if not p.parent.exists():
+        raise CLIError(f"--out {p}: the folder {p.parent} does not exist")
+    return p
+
+
 def _read_jsonl(path: str, fields) -> list:
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    records = []
-    for k, ln in enumerate(lines, 1):
-        if not ln.strip():
+    """One entry per line of ``path``: the record (a dict with string ``fields``), or an error text
+    naming what is wrong with that line (blank, not JSON, missing fields). A file that is not UTF-8
+    is refused naming the line."""
+    raw = _file_in(path).read_bytes()
+    entries = []
+    for k, line in enumerate(raw.split(b"\n"), 1):
+        if k == raw.count(b"\n") + 1 and not line.strip():  # the newline at the end of the last line
+            break
+        try:
+            text = line.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as e:
+            raise CLIError(f"{path}:{k}: not UTF-8 text (byte {e.start}); save the file as UTF-8") from None
+        if not text.strip():
+            entries.append("blank line")
             continue
         try:
-            r = json.loads(ln)
+            r = json.loads(text)
         except json.JSONDecodeError as e:
-            raise SystemExit(f"{path}:{k}: not valid JSON ({e.msg})")
+            entries.append(f"not valid JSON ({e.msg})")
+            continue
         if not isinstance(r, dict) or not all(isinstance(r.get(f), str) for f in fields):
-            raise SystemExit(f"{path}:{k}: each line needs string fields " + " and ".join(repr(f) for f in fields))
-        records.append(r)
-    return records
+            entries.append("needs string fields " + " and ".join(repr(f) for f in fields))
+            continue
+        entries.append(r)
+    return entries
 
 
+def _write_jsonl(entries: list, fn, in_path: str, out_path: Optional[str], force: bool, desc: str) -> int:
+    """``fn(record)`` -> dict, one JSON line per input line (``{"line": k, "error": ...}`` for a line
+    that is not a record or whose record fails), to ``out_path`` (written whole, renamed at the end)
+    or stdout, with a progress bar. Exit code 0 when every line worked, 1 when some gave errors."""
+    from tqdm.auto import tqdm
+
+    from ..utils import atomic_write
+
+    target = _file_out(out_path, force, [in_path]) if out_path else None
+    lines, failed = [], 0
+    for k, r in enumerate(tqdm(entries, desc=desc, unit="pair", file=sys.stderr, disable=None), 1):
+        if isinstance(r, str):
+            out = {"line": k, "error": r}
+        else:
+            try:
+                out = fn(r)
+            except (ValueError, TypeError) as e:
+                out = {"line": k, "error": str(e).splitlines()[0]}
+        failed += "error" in out
+        lines.append(json.dumps(out, ensure_ascii=False))
+    if target is None:
+        sys.stdout.write("".join(ln + "\n" for ln in lines))
+    else:
+        with atomic_write(target) as f:
+            f.write("".join(ln + "\n" for ln in lines))
+    if failed:
+        print(f"claw {desc}: {failed} of {len(entries)} lines failed; their output lines hold the error and the line "
+              "number", file=sys.stderr)
+    return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------- opd
 def _cmd_opd(a) -> int:
     from ..config import OPDConfig
     from ..models.lm import load_causal_lm
@@ -167,7 +282,7 @@ def _cmd_opd(a) -> int:
 
     model, tok = load_causal_lm(a.model, device=a.device)
     cfg = OPDConfig(clip=a.clip, kappa=a.kappa, w_rl=a.w_rl, w_opd=a.w_opd)
-    out = explain_turn(model, tok, a.prompt, a.response, a.next_state, cfg, combined=a.combined)
+    out = explain_turn(model, tok, a.prompt, a.response, a.next_state, cfg, combined=a.combined, role=a.role)
     if a.json:
         print(json.dumps(out, ensure_ascii=False))
         return 0
@@ -185,14 +300,18 @@ def _cmd_opd(a) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- train
 #: ``claw train`` options: flag -> the PPOConfig setting it changes (defaults and help come from there)
 TRAIN_FLAGS = {
     "--strategy": "strategy", "--user": "task.user", "--questions": "task.questions",
     "--misconception-share": "task.misconception_share", "--p-vague": "task.p_vague",
     "--w-rl-negative": "opd.w_rl_negative", "--steps": "steps", "--seed": "seed", "--lr": "lr",
     "--batch-size": "batch_size", "--advantage": "advantage", "--kl-coef": "loss.kl_coef",
-    "--save-every": "save_every", "--model": "model", "--device": "device",
+    "--save-every": "save_every", "--model": "model", "--device": "device", "--temperature": "temperature",
+    "--opd-clip": "opd.clip", "--loss-agg": "loss.loss_agg", "--eps-high": "loss.eps_high",
 }
+#: types of the options whose default is None
+_NONE_DEFAULT_TYPES = {"loss.loss_agg": str}
 
 
 def _declaring_class(path: str):
@@ -205,44 +324,88 @@ def _declaring_class(path: str):
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
-    from ..config import ADVANTAGES, PPO_STRATEGIES
+    from ..config import ADVANTAGES, LOSS_AGGREGATIONS, PPO_STRATEGIES
 
     defaults = flatten(PPOConfig())
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "task.questions": ("single", "pair"),
-               "advantage": ADVANTAGES}
+               "advantage": ADVANTAGES, "loss.loss_agg": LOSS_AGGREGATIONS}
     for flag, path in TRAIN_FLAGS.items():
         cls, name = _declaring_class(path)
         default = defaults[path]
-        typ = type(default) if default is not None else float
-        if typ is bool:
-            typ = int
+        typ = type(default) if default is not None else _NONE_DEFAULT_TYPES.get(path, float)
+        if typ in (int, float):
+            typ = _number(typ)  # finite numbers; ranges are checked by config.validate, naming the flag
         doc = field_docs(cls).get(name, "")
         p.add_argument(flag, dest=path, type=typ, default=default, choices=choices.get(path),
+                       metavar=None if path in choices else flag.lstrip("-").upper().replace("-", "_"),
                        help=f"{doc} (default: {default})".replace("%", "%%"))
 
 
 def _cmd_train(a) -> int:
+    from ..config import validate
     from ..rl.ppo import train
 
     cfg = override(PPOConfig(), {path: getattr(a, path) for path in TRAIN_FLAGS.values()})
-    hist = train(cfg, a.out)
+    try:
+        validate(cfg)
+    except ValueError as e:  # name the flag, not the setting
+        msg = str(e)
+        for flag, path in sorted(TRAIN_FLAGS.items(), key=lambda kv: -len(kv[1])):
+            if msg.startswith(path + " "):
+                msg = flag + msg[len(path):]
+                break
+        raise CLIError(f"claw train: {msg}") from None
+    try:
+        if a.engine == "trl":
+            hist = _train_trl(cfg, a.out, a.force)
+        else:
+            hist = train(cfg, a.out, force=a.force)
+    except KeyboardInterrupt:
+        kept = f"; the metrics and the last checkpoint are in {a.out} (run the same command to resume)" if a.out else ""
+        print(f"claw train: interrupted{kept}", file=sys.stderr)
+        return 130
     scores = [h["eval/score"] for h in hist if "eval/score" in h]
-    print(f"{cfg.strategy} / {cfg.task.user} / seed {cfg.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f}"
-          + (f"; metrics in {a.out}/metrics.csv" if a.out else ""))
+    trained = sum(1 for h in hist if h["step"] > 0)
+    print(f"{cfg.strategy} / {cfg.task.user} / seed {cfg.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f} "
+          f"after {trained} steps" + (f"; metrics in {a.out}/metrics.csv" if a.out else ""))
     return 0
 
 
+def _train_trl(cfg, out, force: bool):
+    """``--engine trl``: the same settings through TRL's GRPOTrainer (claw_lib.integrations.trl); a
+    folder that holds a run is refused unless --force (TRL runs are not resumed)."""
+    try:
+        from ..integrations.trl import train_trl
+    except ImportError as e:
+        raise CLIError(f"claw train --engine trl: {e}") from None
+    if out is None:
+        return train_trl(cfg)
+    from ..utils import FolderLock, check_new_output
+
+    check_new_output(out, force, "training output", marker="metrics.jsonl")
+    with FolderLock(out):
+        return train_trl(cfg, out)
+
+
+# --------------------------------------------------------------------------- reproduce, setup, pretrain
 def _cmd_reproduce(a) -> int:
     from ..rl.ablation import markdown_table, ordering_report, reproduce
 
-    rows = reproduce(a.out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps,
-                     grid="full" if a.full else a.grid)
+    grid = "full" if a.full else a.grid
+    out = a.out or os.path.join("runs", f"reproduce-{grid}")
+    try:
+        rows = reproduce(out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps, grid=grid,
+                         force=a.force)
+    except KeyboardInterrupt:
+        print(f"claw reproduce: interrupted; nothing was written to {out} (a grid's tables are written at its end)",
+              file=sys.stderr)
+        return 130
     print(markdown_table(rows))
     report = ordering_report(rows)
     if report:
         print()
         print(report)
-    print(f"wrote {a.out}/ablation.csv, ablation.md, curves_*.png")
+    print(f"wrote {out}/ablation.csv, ablation.md, curves_*.png")
     return 0
 
 
@@ -265,9 +428,13 @@ def _cmd_pretrain(a) -> int:
     cfg = PretrainConfig(seed=a.seed)
     if a.steps is not None:
         cfg.steps = a.steps
-    m = pretrain(cfg, a.out, progress=True, evaluate=not a.no_eval)
-    print(f"saved to {a.out or 'data/tiny-gpt'}: {m['n_params']:,} parameters, "
-          f"final loss {m['loss']['last_50']:.4f}, {m['train_seconds']:.0f} s")
+    try:
+        m = pretrain(cfg, a.out, progress=True, evaluate=not a.no_eval, overwrite=a.force)
+    except KeyboardInterrupt:
+        print(f"claw pretrain: interrupted; {a.out} was not changed", file=sys.stderr)
+        return 130
+    print(f"saved to {a.out}: {m['n_params']:,} parameters, final loss {m['loss']['last_50']:.4f}, "
+          f"{m['train_seconds']:.0f} s")
     for k, v in m.get("eval", {}).items():
         print(f"  {k:32s} {v}")
     return 0
@@ -278,11 +445,11 @@ def build_parser() -> argparse.ArgumentParser:
     from ..config import PPO_STRATEGIES
     from ..rl.grids import GRIDS, SETTINGS
 
-    parser = argparse.ArgumentParser(prog="claw", description="claw-kit: token-level supervision from user corrections")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="claw", description="claw-kit: token-level supervision from user corrections")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("align", help="align a model output with a correction")
     _add_align_args(p)
-    p.add_argument("--strategy", default="binary", help="reward strategy shown in the --html report")
+    p.add_argument("--strategy", default="binary", choices=REWARD_STRATEGIES, help="reward strategy of the --html report")
     p.add_argument("--html", metavar="FILE", help="also write a standalone HTML report")
     p.add_argument("--png", metavar="FILE", help="also write the heatmap with the DP path as PNG")
     p.set_defaults(func=_cmd_align)
@@ -294,44 +461,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-color", action="store_true", help="no ANSI colours")
     p.set_defaults(func=_cmd_rewards)
     p = sub.add_parser("opd", help="hindsight OPD advantages of a response, from the next state")
-    p.add_argument("--prompt", required=True, help="the user's question (the student's prompt)")
+    p.add_argument("--prompt", required=True,
+                   help="the user's question, or a whole prompt in one of the kit's forms (e.g. '问：...答：')")
     p.add_argument("--response", required=True, help="the model's response")
-    p.add_argument("--next-state", required=True, help="the user's next message")
+    p.add_argument("--next-state", required=True, help="the user's next message (or a tool's output: --role tool)")
+    p.add_argument("--role", default="user", choices=["user", "tool"], help="who wrote the next state")
     p.add_argument("--model", default="tiny", help="'tiny' or a HF causal LM name/path (policy and teacher)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--clip", type=float, default=None, help="clip the OPD advantage to +-CLIP")
-    p.add_argument("--kappa", type=float, default=1.0, help="scale of the OPD term")
+    p.add_argument("--clip", type=_number(float, 0, lo_open=True), default=None,
+                   help="clip the OPD advantage to +-CLIP nats (> 0; default: no clip)")
+    p.add_argument("--kappa", type=_number(float), default=1.0, help="scale of the OPD term")
     p.add_argument("--combined", action="store_true", help="add the Binary RL score (w_rl * r + w_opd * OPD)")
-    p.add_argument("--w-rl", type=float, default=1.0)
-    p.add_argument("--w-opd", type=float, default=1.0)
+    p.add_argument("--w-rl", type=_number(float), default=1.0)
+    p.add_argument("--w-opd", type=_number(float), default=1.0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=_cmd_opd)
     p = sub.add_parser("train", help="PPO on the fact world with a simulated user")
     _add_train_args(p)
-    p.add_argument("--out", default=None, help="folder for metrics.csv/jsonl, config and checkpoint")
+    p.add_argument("--out", default=None, help="folder for metrics.csv/jsonl, config and checkpoint; a folder with a "
+                                               "run of the same settings is resumed, one with other settings refused")
+    p.add_argument("--force", action="store_true", help="start over in --out even if it holds another run")
+    p.add_argument("--engine", default="kit", choices=["kit", "trl"],
+                   help="kit: the kit's PPO loop; trl: the same settings through TRL's GRPOTrainer (docs/trl.md; "
+                        "several processes with `accelerate launch $(which claw) train --engine trl ...`)")
     p.set_defaults(func=_cmd_train)
-    p = sub.add_parser("reproduce", help="the ablation grid (strategies x users x seeds), table and curves")
-    p.add_argument("--out", default="results")
+    p = sub.add_parser("reproduce", help="the ablation grid (strategies x settings x seeds), table and curves")
+    p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-GRID); refused if it holds "
+                                               "results, unless --force")
+    p.add_argument("--force", action="store_true", help="replace the results in --out")
     p.add_argument("--grid", default="quick", choices=list(GRIDS),
-                   help="quick: 3 settings x 8 strategies x 3 seeds x 16 steps (~9 min); full: 48 steps, 5 seeds, "
-                        "4 settings; table3: the paper's 4 strategies on the teacher, hints dense and sparse, "
-                        "10 seeds (~16 min); table3-extra: the same on the student, and OPD distilled with "
-                        "top-K reverse KL (~16 min)")
+                   help="quick: 4 settings x their strategies x 3 seeds x 16 steps; full: 48 steps, 5 seeds; table3: "
+                        "the paper's 4 strategies on the teacher, hints dense and sparse, 10 seeds; table3-extra: the "
+                        "same on the student and the tool user, and OPD distilled with top-K reverse KL")
     p.add_argument("--full", action="store_true", help="same as --grid full")
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")
     p.add_argument("--strategies", nargs="+", default=None, choices=PPO_STRATEGIES, help="default: the grid's")
-    p.add_argument("--seeds", nargs="+", type=int, default=None)
-    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--seeds", nargs="+", type=_number(int, 0), default=None)
+    p.add_argument("--steps", type=_number(int, 1), default=None)
     p.set_defaults(func=_cmd_reproduce)
     p = sub.add_parser("setup", help="prepare offline models (convert the e5 encoder once)")
     p.add_argument("--force", action="store_true", help="convert again even if the folder exists")
     p.set_defaults(func=_cmd_setup)
-    p = sub.add_parser("pretrain", help="regenerate the fact-world corpus, tokenizer and tiny GPT (~10 min CPU)")
-    p.add_argument("--out", default=None, help="output folder (default: the shipped data/tiny-gpt)")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default 1500)")
-    p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("pretrain", help="regenerate the fact-world corpus, tokenizer and tiny GPT (minutes on a CPU)")
+    p.add_argument("--out", default="tiny-gpt", help="output folder (default: ./tiny-gpt); refused if it holds files, "
+                                                     "unless --force (the shipped data/tiny-gpt is never a default)")
+    p.add_argument("--force", action="store_true", help="replace the files in --out")
+    p.add_argument("--steps", type=_number(int, 1), default=None, help="training steps (default: PretrainConfig's)")
+    p.add_argument("--seed", type=_number(int, 0), default=0)
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation")
     p.add_argument("--eval-only", action="store_true", help="re-evaluate the checkpoint in --out, rewrite its manifest")
     p.set_defaults(func=_cmd_pretrain)
@@ -340,16 +518,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     a = build_parser().parse_args(argv)
+    # transformers' advice-level warnings (e.g. on pad == eos in the tiny GPT's generate) are not the
+    # user's problem; errors still show
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
     from ..models.loading import ModelNotAvailableError
+    from ..utils import DeviceNotAvailableError, FolderBusyError
 
     try:
         return a.func(a)
-    except ModelNotAvailableError as e:
-        print(f"claw: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
+    except CLIError as e:
+        print(str(e), file=sys.stderr)
+    except (ModelNotAvailableError, DeviceNotAvailableError, FolderBusyError) as e:
         print(f"claw {a.command}: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:
+        print(f"claw {a.command}: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+    except OSError as e:
+        print(f"claw {a.command}: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"claw {a.command}: interrupted", file=sys.stderr)
+        return 130
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,11 +19,34 @@ _CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Zen Hei", "WenQ
               "AR PL UMing CN", "Droid Sans Fallback")
 
 
-def use_cjk_font() -> Optional[str]:
-    """Put a Chinese-capable font first in matplotlib's list if one is installed; return its name.
+#: the CJK font that ships with the kit (PyPI package notojp-matplotlib: Noto Sans CJK, SIL Open Font
+#: License; its "JP" cut holds every simplified Chinese character)
+BUNDLED_CJK_FONT = "Noto Sans CJK JP"
 
-    Without one, Chinese labels render as boxes (and matplotlib warns); the kit then labels
-    the axes with token indices as well, so figures stay readable.
+
+def _register_bundled_font() -> None:
+    """Add the bundled Noto Sans CJK file to matplotlib's font list (once), found without importing
+    its package (importing it would change matplotlib's settings as a side effect)."""
+    import importlib.util
+    from pathlib import Path
+
+    from matplotlib import font_manager
+
+    if any(f.name == BUNDLED_CJK_FONT for f in font_manager.fontManager.ttflist):
+        return
+    spec = importlib.util.find_spec("notojp_matplotlib")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    for f in sorted(Path(list(spec.submodule_search_locations)[0], "fonts").glob("*.otf")):
+        font_manager.fontManager.addfont(str(f))
+
+
+def use_cjk_font() -> Optional[str]:
+    """Make matplotlib draw Chinese: put a CJK font first in its list and return its name.
+
+    The kit ships Noto Sans CJK (:data:`BUNDLED_CJK_FONT`, from a pip package), so figures look the
+    same on every machine; a system CJK font is used only when that package is missing. Without any,
+    Chinese labels render as boxes; the kit's axes also carry token indices, so figures stay readable.
     """
     import logging
 
@@ -32,17 +55,17 @@ def use_cjk_font() -> Optional[str]:
 
     # font fallback chatter ("findfont: ...") would make notebook outputs depend on installed fonts
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    _register_bundled_font()
     names = {f.name for f in font_manager.fontManager.ttflist}
-    if not any(f in names for f in _CJK_FONTS):
-        import warnings
-
-        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
-    for f in _CJK_FONTS:
+    for f in (BUNDLED_CJK_FONT,) + _CJK_FONTS:
         if f in names:
-            matplotlib.rcParams["font.sans-serif"] = [f] + list(matplotlib.rcParams["font.sans-serif"])
+            matplotlib.rcParams["font.sans-serif"] = [f] + [x for x in matplotlib.rcParams["font.sans-serif"] if x != f]
             matplotlib.rcParams["font.family"] = "sans-serif"
             matplotlib.rcParams["axes.unicode_minus"] = False
             return f
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Glyph .* missing from font")
     return None
 
 

@@ -18,7 +18,7 @@ import torch
 from ..ops import entropy_from_logits, gather_positions, selective_log_softmax
 from ..text.tokens import Token
 from ..utils import resolve_device
-from .loading import ModelNotAvailableError, from_pretrained_offline
+from .loading import ModelNotAvailableError, from_pretrained_offline, verify_manifest
 
 __all__ = [
     "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
@@ -41,9 +41,12 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype: Optio
     hf_logging.disable_progress_bar()
     dev = resolve_device(device)
     path = TINY_LM_DIR if name_or_path == "tiny" else name_or_path
-    if name_or_path == "tiny" and not (Path(path) / "model.safetensors").exists():
-        raise ModelNotAvailableError(
-            f"the tiny GPT checkpoint is missing from {path}; run `claw pretrain` (about 5 minutes on a CPU)")
+    if name_or_path == "tiny":
+        if not (Path(path) / "model.safetensors").exists():
+            raise ModelNotAvailableError(
+                f"the tiny GPT checkpoint is missing from {path}; restore it (`git checkout data/tiny-gpt`) or "
+                "re-create it with `claw pretrain --out data/tiny-gpt --force`")
+        verify_manifest(path)  # the shipped checkpoint is what its manifest says (a few ms)
     tok = from_pretrained_offline(AutoTokenizer, path)
     kw = {"dtype": dtype} if dtype is not None else {}
     model = from_pretrained_offline(AutoModelForCausalLM, path, **kw).to(dev).eval()
@@ -177,15 +180,17 @@ def pad_token_id(tokenizer) -> int:
 
 @torch.no_grad()
 def ids_logprobs(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int,
-                 batch_size: int = 32, with_entropy: bool = False):
-    """log p(y_t | prompt, y_<t) for token ids, batched: one float array per response (and, with
-    ``with_entropy``, one entropy array per response). Returns (logprobs, entropies or None)."""
+                 batch_size: int = 32, with_entropy: bool = False, temperature: float = 1.0):
+    """log p(y_t | prompt, y_<t) for token ids, batched (logits divided by ``temperature``): one float
+    array per response (and, with ``with_entropy``, one entropy array per response). Returns
+    (logprobs, entropies or None)."""
     if len(prompt_ids) != len(response_ids):
         raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
     lps, ents = [], []
     for s in range(0, len(prompt_ids), batch_size):
         resp = response_ids[s:s + batch_size]
-        out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), with_entropy=with_entropy)
+        out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), temperature=temperature,
+                                  with_entropy=with_entropy)
         lp, ent = out if with_entropy else (out, None)
         for b, r in enumerate(resp):
             lps.append(lp[b, :len(r)].float().cpu().numpy())

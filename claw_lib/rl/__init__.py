@@ -1,3 +1,3 @@
 """Reinforcement learning: the PPO maths (:mod:`~claw_lib.rl.core`), the loop in public stages
-(:mod:`~claw_lib.rl.ppo`), evaluation (:mod:`~claw_lib.rl.evaluation`), the ablation's settings
+(:mod:`~claw_lib.rl.ppo`), the ablation's settings
 (:mod:`~claw_lib.rl.grids`) and runner (:mod:`~claw_lib.rl.ablation`)."""

@@ -16,7 +16,7 @@ from .grids import GRIDS, ORDERING, PAPER, SETTINGS, STRATEGIES
 from .ppo import train
 
 __all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
-           "ordering_report", "load_results"]
+           "ordering_report", "engine_report", "load_results"]
 
 def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
     """First step whose eval score reaches ``target`` (None if never). curve: [(step, score)]."""
@@ -26,8 +26,9 @@ def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
     return None
 
 
-def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
-              grid: str = "quick", lr: float = 3e-4, target: float = 0.9, progress: bool = True) -> List[Dict]:
+def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
+              grid: str = "quick", lr: float = 3e-4, target: float = 0.9, progress: bool = True,
+              force: bool = False) -> List[Dict]:
     """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``
     (the table, then paired comparisons per setting), ``curves.json`` and ``curves_<setting>.png``
     into ``out_dir``. Returns the rows.
@@ -35,7 +36,9 @@ def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, use
     grid: a name in :data:`GRIDS` ("quick", "full", "table3"), the defaults for everything below;
     strategies: default the grid's, else all of STRATEGIES (each setting runs those it allows);
     users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
-    ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair"."""
+    ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair".
+    A folder that already holds an ``ablation.csv`` is refused unless ``force`` (committed results are
+    never replaced by accident); files are written at the end, each whole."""
     from tqdm.auto import tqdm
 
     if grid not in GRIDS:
@@ -47,41 +50,60 @@ def reproduce(out_dir="results", strategies: Optional[Sequence[str]] = None, use
         raise ValueError(f"unknown setting(s) {unknown}: choose from {sorted(SETTINGS)}")
     seeds = tuple(seeds if seeds is not None else grid["seeds"])
     steps = steps or grid["steps"]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    from ..utils import FolderLock, atomic_write, check_new_output
+
+    out = check_new_output(out_dir, force, "results", marker="ablation.csv")
     rows, curves = [], {}
     strategies = tuple(strategies or grid.get("strategies") or STRATEGIES)
     bad = [x for x in strategies if x not in STRATEGIES]
     if bad:
         raise ValueError(f"unknown strategy(ies) {bad}: choose from {STRATEGIES}")
+    engines = tuple(grid.get("engines", ("kit",)))
     per_setting = {u: [s for s in strategies if SETTINGS[u].runs(s)] for u in users}
-    jobs = [(u, s, k) for u in users for s in per_setting[u] for k in seeds]
-    for user, strategy, seed in tqdm(jobs, desc="ablation", disable=not progress):
-        cfg = SETTINGS[user].apply(PPOConfig(strategy=strategy, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
-                                             eval_every=grid["eval_every"], progress=False))
-        t0 = time.time()
-        hist = train(cfg)
-        curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
-        curves[f"{user}/{strategy}/{seed}"] = curve
-        timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
-        rows.append({"strategy": strategy, "user": user, "questions": cfg.task.questions, "seed": seed, "base_score": round(curve[0][1], 4),
-                     "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
-                     "best_score": round(max(v for _, v in curve), 4), "steps": steps,
-                     "steps_to_target": steps_to_target(curve, target), "target": target,
-                     "wall_s": round(time.time() - t0, 1),
-                     "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
-                     "update_s": round(timing["timing/update_s"], 2),
-                     "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
-    with open(out / "ablation.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    (out / "curves.json").write_text(json.dumps(curves))
-    report = ordering_report(rows)
-    (out / "ablation.md").write_text(markdown_table(rows) + "\n" + (f"\n{report}\n" if report else ""))
-    for user in users:
-        plot_curves(curves, user, per_setting[user], out / f"curves_{user}.png")
+    jobs = [(u, s, k, e) for e in engines for u in users for s in per_setting[u] for k in seeds]
+    if not jobs:
+        raise ValueError("the grid has no runs: no setting allows the chosen strategies")
+    labels = {(u, e): u if e == "kit" else f"{u}@{e}" for u in users for e in engines}
+    with FolderLock(out):  # one grid at a time in a folder
+        for user, strategy, seed, engine in tqdm(jobs, desc="ablation", disable=not progress):
+            cfg = SETTINGS[user].apply(PPOConfig(strategy=strategy, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
+                                                 eval_every=grid["eval_every"], progress=False))
+            t0 = time.time()
+            hist = train(cfg) if engine == "kit" else _train_with(engine, cfg)
+            curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
+            user = labels[(user, engine)]  # the TRL engine's rows are "<setting>@trl"
+            curves[f"{user}/{strategy}/{seed}"] = curve
+            timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
+            rows.append({"strategy": strategy, "user": user, "engine": engine, "questions": cfg.task.questions, "seed": seed,
+                         "base_score": round(curve[0][1], 4),
+                         "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
+                         "best_score": round(max(v for _, v in curve), 4), "steps": steps,
+                         "steps_to_target": steps_to_target(curve, target), "target": target,
+                         "wall_s": round(time.time() - t0, 1),
+                         "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
+                         "update_s": round(timing["timing/update_s"], 2),
+                         "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
+        with atomic_write(out / "ablation.csv", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        with atomic_write(out / "curves.json") as f:
+            f.write(json.dumps(curves))
+        report = "\n\n".join(r for r in (ordering_report(rows), engine_report(rows)) if r)
+        with atomic_write(out / "ablation.md") as f:
+            f.write(markdown_table(rows) + "\n" + (f"\n{report}\n" if report else ""))
+        for (user, engine), label in labels.items():
+            plot_curves(curves, label, per_setting[user], out / f"curves_{label}.png")
     return rows
+
+
+def _train_with(engine: str, cfg: PPOConfig) -> List[Dict]:
+    """A run through another engine (``"trl"``: :func:`claw_lib.integrations.trl.train_trl`)."""
+    if engine != "trl":
+        raise ValueError(f"engine must be 'kit' or 'trl', got {engine!r}")
+    from ..integrations.trl import train_trl
+
+    return train_trl(cfg)
 
 
 def load_results(folder) -> Tuple[List[Dict], Dict]:
@@ -92,6 +114,7 @@ def load_results(folder) -> Tuple[List[Dict], Dict]:
     with open(folder / "ablation.csv") as f:
         rows = [dict(r) for r in csv.DictReader(f)]
     for r in rows:
+        r.setdefault("engine", "kit")  # results written before the TRL engine existed
         for k in ("seed", "steps", "rollout_tokens"):
             r[k] = int(r[k])
         for k in ("base_score", "score_at_8", "final_score", "best_score", "target", "wall_s", "rollout_s", "score_s",
@@ -175,6 +198,23 @@ def ordering_report(rows: List[Dict], pairs=ORDERING, key: str = "final_score") 
         return ""
     return "\n".join(["| setting | paired difference | final score, mean +- s.e. | seeds better / tied / worse |",
                       "|---|---|---|---|"] + lines)
+
+
+def engine_report(rows: List[Dict], key: str = "final_score") -> str:
+    """Markdown lines: for each setting and strategy that ran on the kit's loop and on another engine
+    (rows labelled "<setting>@<engine>"), the paired difference other engine minus kit. "" if none."""
+    lines = []
+    for label in sorted({r["user"] for r in rows if "@" in r["user"]}):
+        base, engine = label.split("@", 1)
+        for strat in sorted({r["strategy"] for r in rows if r["user"] == label}):
+            p = paired(rows, base, (label, strat), strat, key)
+            if p is not None:
+                lines.append(f"| {base} | {strat} | {engine} - kit | {p['mean']:+.3f} +- {p['se']:.3f} | "
+                             f"{p['wins']} / {p['ties']} / {p['losses']} |")
+    if not lines:
+        return ""
+    return "\n".join(["| setting | strategy | engines | final score, mean +- s.e. | seeds better / tied / worse |",
+                      "|---|---|---|---|---|"] + lines)
 
 
 def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, ax=None):

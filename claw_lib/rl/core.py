@@ -5,7 +5,8 @@ True at real response tokens.
 
 * :func:`gae` -- generalised advantage estimation, vectorised (:func:`gae_loop` is the reference,
   one sequence and one step at a time);
-* :func:`kl_estimate` -- per-token KL(pi || pi_ref) estimators k1 and k3;
+* :func:`kl_estimate` -- per-token KL(pi || pi_ref) estimators k1, k3 and the clamped k3 (low_var_kl);
+* :func:`aggregate_loss` -- per-token losses to one number: a token mean, or OpenClaw's sample mean;
 * :func:`clipped_surrogate` -- PPO's clipped objective as a loss, and the share of clipped tokens;
 * :class:`ValueHead` -- a linear value head on the policy's last hidden state.
 
@@ -15,11 +16,13 @@ eps 0.2, eps_high 0.28 -> per-token objectives min(r A, clip(r) A) = (1.28, 0.5,
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from ..ops import masked_mean
 
-__all__ = ["gae", "gae_loop", "kl_estimate", "clipped_surrogate", "ValueHead"]
+__all__ = ["gae", "gae_loop", "kl_estimate", "clipped_surrogate", "aggregate_loss", "ValueHead", "KL_CLAMP"]
 
 
 def gae_loop(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float):
@@ -53,24 +56,56 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
     return adv, adv + v
 
 
-def kl_estimate(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
-    """Per-token KL(pi || pi_ref) estimators on samples from pi: k1 = log pi - log ref;
-    k3 = exp(ref - log pi) - 1 - (ref - log pi) (unbiased, always >= 0)."""
+#: upstream clamps its low-variance KL estimate per token to this range
+KL_CLAMP = 10.0
+
+
+def kl_estimate(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, estimator: str = "low_var_kl") -> torch.Tensor:
+    """Per-token KL(pi || pi_ref) estimators on samples from pi, (B, T) -> (B, T), in nats:
+    k1 = log pi - log ref; k3 = exp(ref - log pi) - 1 - (ref - log pi) (unbiased, always >= 0);
+    low_var_kl = k3 clamped to [-10, 10] per token (OpenClaw-RL's scripts: at ref - log pi = 3, k3 is
+    16.1 and low_var_kl 10)."""
     d = ref_logprobs - logprobs
     if estimator == "k1":
         return -d
-    if estimator == "k3":
-        return torch.exp(d) - 1 - d
-    raise ValueError(f"kl estimator must be 'k1' or 'k3', got {estimator!r}")
+    if estimator in ("k3", "low_var_kl"):
+        k3 = torch.exp(d) - 1 - d
+        return k3.clamp(-KL_CLAMP, KL_CLAMP) if estimator == "low_var_kl" else k3
+    raise ValueError(f"kl estimator must be 'k1', 'k3' or 'low_var_kl', got {estimator!r}")
 
 
-def clipped_surrogate(logprobs, old_logprobs, advantages, mask, eps=0.2, eps_high=0.28):
-    """PPO's clipped objective as a loss: masked mean of max(-A r, -A clip(r, 1-eps, 1+eps_high)).
-    Returns (loss, clipfrac)."""
+def aggregate_loss(x: torch.Tensor, mask: torch.Tensor, how: str = "token_mean",
+                   rows: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Reduce per-token losses x (B, T) over the mask (B, T) to one number.
+
+    token_mean:  the mean over every masked token of the batch (long responses weigh more);
+    sample_mean: each row's mean over its masked tokens (0 for a row without any), then the mean over
+                 the rows that are samples (``rows``, (B,) bool; default all rows), so a sample whose
+                 tokens are all masked still counts in the denominator (OpenClaw-RL's run scripts).
+
+    On lengths [40, 3, 17, 25, 1, 9] with per-token losses [0.1, 0.0307, 0.02, 0.05, -0.0631, -0.2]
+    (constant within each sample) sample_mean is -0.0104 and token_mean 0.0402 (tests/rl/test_core.py).
+    """
+    if how == "token_mean":
+        return masked_mean(x, mask)
+    if how != "sample_mean":
+        raise ValueError(f"loss aggregation must be 'token_mean' or 'sample_mean', got {how!r}")
+    m = mask.to(x.dtype)
+    per_row = (x * m).sum(-1) / m.sum(-1).clamp(min=1.0)                  # (B,)
+    if rows is None:
+        return per_row.mean()
+    rows = rows.to(x.dtype)
+    return (per_row * rows).sum() / rows.sum().clamp(min=1.0)
+
+
+def clipped_surrogate(logprobs, old_logprobs, advantages, mask, eps=0.2, eps_high=0.28, agg="token_mean", rows=None):
+    """PPO's clipped objective as a loss: per token max(-A r, -A clip(r, 1-eps, 1+eps_high)), reduced by
+    :func:`aggregate_loss` (``agg``, ``rows``). Inputs (B, T); returns (loss, clipfrac), clipfrac the
+    share of masked tokens whose ratio was clipped."""
     ratio = torch.exp(logprobs - old_logprobs)
     pg1 = -advantages * ratio
     pg2 = -advantages * torch.clamp(ratio, 1 - eps, 1 + eps_high)
-    loss = masked_mean(torch.max(pg1, pg2), mask)
+    loss = aggregate_loss(torch.max(pg1, pg2), mask, agg, rows)
     clipfrac = masked_mean((pg2 > pg1).to(logprobs.dtype), mask)
     return loss, clipfrac
 

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..config import PPOConfig, override
 
-__all__ = ["PAPER", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "GRIDS",
+__all__ = ["PAPER", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "GRIDS",
            "STRATEGIES"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
@@ -50,7 +50,11 @@ def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes)
 #: "student-vague": half of the user's complaints say nothing specific (-1 for Binary RL, no hint for
 #: OPD), as the paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term
 #: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
-#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL.
+#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL. "tool": the next state is the
+#: lookup tool's output (a result, or an error whose text is the hint), half of the questions about countries
+#: the model calls by a planted wrong name. "teacher-vague-token-mean" and
+#: "teacher-vague-clip2": the kit's earlier choices (loss averaged over all tokens; OPD advantage clipped to
+#: +-2) against upstream's defaults (a mean per response, then over responses; no clip), paired by seed.
 SETTINGS = {
     "correcting": _setting("correcting"),
     "teacher": _setting("teacher"),
@@ -61,19 +65,28 @@ SETTINGS = {
     "student-vague": _setting("student", OPENCLAW, task__p_vague=0.5),
     "teacher-rl-pos": _setting("teacher", ("combined",), opd__w_rl_negative=0.0),
     "teacher-vague-rl-pos": _setting("teacher", ("combined",), task__p_vague=0.5, opd__w_rl_negative=0.0),
+    "teacher-vague-token-mean": _setting("teacher", ("binary_rl", "opd", "combined"), task__p_vague=0.5,
+                                         loss__loss_agg="token_mean"),
+    "teacher-vague-clip2": _setting("teacher", ("opd", "combined"), task__p_vague=0.5, opd__clip=2.0),
+    "tool": _setting("tool", ("binary_rl", "opd", "combined")),
     "teacher-topk": _setting("teacher", ("opd_kl",), loss__distill="topk_reverse_kl"),
     "teacher-vague-topk": _setting("teacher", ("opd_kl",), task__p_vague=0.5, loss__distill="topk_reverse_kl"),
 }
 
-QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair"), batch_size=16, eval_every=2)
+QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair", "tool"), batch_size=16,
+             eval_every=2)
 FULL = dict(steps=48, seeds=(0, 1, 2, 3, 4), users=("correcting", "teacher", "student", "correcting-pair"),
             batch_size=16, eval_every=2)
 #: the paper's Table 3 with enough seeds to read an ordering: the four OpenClaw-RL strategies on the
 #: teacher user, with a hint in every complaint and with half of the complaints vague (sparse hints),
 #: and Combined without its -1 broadcast in both
 TABLE3 = dict(steps=16, seeds=tuple(range(10)),
-              users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos"),
+              users=("teacher", "teacher-vague", "teacher-rl-pos", "teacher-vague-rl-pos", "teacher-vague-token-mean",
+                     "teacher-vague-clip2"),
               batch_size=16, eval_every=2, strategies=OPENCLAW)
-#: the same on the student user, and OPD distilled with top-K reverse KL on the teacher
-TABLE3_EXTRA = dict(TABLE3, users=("student", "student-vague", "teacher-topk", "teacher-vague-topk"))
-GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA}
+#: the same on the student user and the tool user, and OPD distilled with top-K reverse KL on the teacher
+TABLE3_EXTRA = dict(TABLE3, users=("student", "student-vague", "tool", "teacher-topk", "teacher-vague-topk"))
+#: the kit's loop and TRL's GRPOTrainer on the same settings (teacher user, sparse hints), paired by seed
+ENGINES = dict(steps=16, seeds=tuple(range(5)), users=("teacher-vague",), batch_size=16, eval_every=2,
+               strategies=("binary_rl", "opd", "combined"), engines=("kit", "trl"))
+GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA, "engines": ENGINES}

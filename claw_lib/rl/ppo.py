@@ -13,8 +13,9 @@
 3. :func:`compute_advantages` "direct" (the signal is the advantage: OpenClaw's no-baseline
                           broadcast), "grpo" (the user's score minus the batch mean) or "gae" (a
                           value head, GAE(gamma, lambda), whitened);
-4. :func:`ppo_update`     clipped surrogate (eps, eps_high as OpenClaw), optional KL to the frozen
-                          reference (k1 / k3), gradient clipping, epochs x minibatches.
+4. :func:`ppo_update`     clipped surrogate (clip range and loss aggregation per strategy as
+                          OpenClaw-RL's run scripts), optional KL to the frozen reference (k1, k3,
+                          clamped k3), gradient clipping, epochs x minibatches.
 
 Tensors of one step (B prompts, L = longest prompt + response, T = longest response, V vocabulary;
 every tensor lives on the policy's device):
@@ -24,8 +25,8 @@ name                           shape      meaning
 =============================  =========  =============================================================
 ``rollout.batch.input_ids``    (B, L)     prompt + response ids, right-padded
 ``rollout.batch.response_mask`` (B, T)    bool, True at a real response token
-``rollout.logprobs``           (B, T)     log pi_old(y_t | x, y_<t) of the sampled token, 0 at padding
-``rollout.ref_logprobs``       (B, T)     the same under the frozen reference
+``rollout.logprobs``           (B, T)     log pi_old(y_t | x, y_<t) of the sampled token, 0 at padding (when needed)
+``rollout.ref_logprobs``       (B, T)     the same under the frozen reference (when the KL term is on)
 ``signals.token_signal``       (B, T)     per-token reward or OPD gap, 0 outside the mask
 ``signals.mask``               (B, T)     bool, tokens that count in the loss (a turn without a sample: none)
 ``advantages.advantages``      (B, T)     what multiplies the ratio in the surrogate
@@ -48,7 +49,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..config import DISTILL_LOSSES, PPOConfig
+from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
@@ -61,9 +62,9 @@ from ..signals.opd import (
     opd_advantages,
     topk_reverse_kl,
 )
+from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
-from .core import ValueHead, clipped_surrogate, gae, kl_estimate
-from .evaluation import evaluate_policy
+from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
            "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response"]
@@ -82,7 +83,8 @@ METRICS = {
     "reward/positive_share": "share of masked tokens with a positive signal",
     "reward/negative_share": "share of masked tokens with a negative signal",
     "reward/masked_fraction": "share of responses that give a training sample (mask not empty)",
-    "objective/kl": "mean KL(policy || reference) per token (k3 estimator)",
+    "objective/kl": "mean KL(policy || reference) per token (k3, clamped to [-10, 10]: low_var_kl); logged when the "
+                    "KL term is on (the reference is only run then)",
     "policy/clipfrac": "share of tokens whose ratio was clipped",
     "policy/approx_kl": "mean 0.5 (log pi - log pi_old)^2 during the update",
     "policy/entropy": "mean entropy of the policy at response tokens (nats)",
@@ -127,10 +129,19 @@ def decode_response(tokenizer, ids: List[int]) -> str:
     return tokenizer.decode([t for t in ids if t != tokenizer.eos_token_id], skip_special_tokens=True).strip()
 
 
+def needs_old_logprobs(cfg: PPOConfig) -> bool:
+    """Whether a step needs the rollout's log-probs before its update: OPD's advantage uses them
+    (log pi_T - log pi_old), and with several epochs or minibatches the ratio does. Otherwise the
+    update's own first forward gives exactly the same numbers (detached), as TRL does, and the extra
+    forward is skipped."""
+    return cfg.strategy in ("opd", "combined", "opd_kl") or cfg.epochs * cfg.minibatches > 1
+
+
 @torch.no_grad()
 def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Rollout:
     """Stage 1: ``cfg.batch_size`` prompts of ``env`` (re-seeded for ``step``), one sampled response
-    each, the log-probs of the sampled tokens under ``policy`` (and ``ref`` if given), and the user's
+    each, the log-probs of the sampled tokens under ``policy`` when the step needs them
+    (:func:`needs_old_logprobs`, else None) and under ``ref`` if given (the KL term), and the user's
     replies. Sampling is reproducible from ``cfg.seed`` and ``step``."""
     policy.eval()
     seed = cfg.seed * 100_003 + step
@@ -142,8 +153,9 @@ def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Roll
     prompt_ids = [encode(tokenizer, t.prompt) for t in tasks]
     dev = next(policy.parameters()).device
     batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
-    logprobs = logprobs_from_batch(policy, batch)                                  # (B, T)
-    ref_logprobs = logprobs_from_batch(ref, batch) if ref is not None else None    # (B, T)
+    temp = cfg.temperature  # log-probs of the distribution that was sampled, as upstream
+    logprobs = logprobs_from_batch(policy, batch, temperature=temp) if needs_old_logprobs(cfg) else None  # (B, T)
+    ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None        # (B, T)
     texts = [decode_response(tokenizer, ids) for ids in response_ids]
     feedback = [env.step(t, x) for t, x in zip(tasks, texts)]
     return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback)
@@ -197,7 +209,11 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Alignment / perplexity rewards on each response's own action tokens (spread over sub-tokens)."""
     from ..signals.mapping import policy_token_rewards
     from ..signals.rewards import token_rewards
+    from ..text.corrections import clean_correction
 
+    if scorer.encoder is not None:  # every text of the batch in a few padded encoder passes
+        nexts = [clean_correction(f.next_state).text if cfg.reward.clean else f.next_state for f in ro.feedback]
+        scorer.encoder.prefetch(list(ro.texts) + nexts, cfg.reward.align.layer)
     rows = []
     for t, ids, text, fb in zip(ro.tasks, ro.response_ids, ro.texts, ro.feedback):
         tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
@@ -214,17 +230,17 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Binary RL, OPD and combined on each response: the judge reads the next state once; the
     hinted teacher scores all hinted responses in one padded pass, on the responses' own ids."""
     tok, strategy = scorer.tokenizer, cfg.strategy
-    sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd) for text, fb in zip(ro.texts, ro.feedback)]
+    sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd, fb.role) for text, fb in zip(ro.texts, ro.feedback)]
     hinted = [b for b, s in enumerate(sigs) if s.hint] if strategy in ("opd", "combined", "opd_kl") else []
     teacher_ids = {b: encode(tok, teacher_prompt(ro.tasks[b].fact.question(), sigs[b].hint, ro.tasks[b].fact.lang,
-                                                 tokenizer=tok)) for b in hinted}
+                                                 tokenizer=tok, form=ro.tasks[b].form)) for b in hinted}
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
-                                                [ro.response_ids[b] for b in hinted], pad_token_id(tok))[0])) \
-        if hinted else {}
-    old = ro.logprobs.cpu().numpy()
+                                                [ro.response_ids[b] for b in hinted], pad_token_id(tok),
+                                                temperature=cfg.temperature)[0])) if hinted else {}
+    old = ro.logprobs.cpu().numpy() if ro.logprobs is not None else None
     rows = []
     for b, (ids, s) in enumerate(zip(ro.response_ids, sigs)):
-        n, old_b, tlp = len(ids), old[b, :len(ids)], teacher_lps.get(b)
+        n, old_b, tlp = len(ids), (old[b, :len(ids)] if old is not None else None), teacher_lps.get(b)
         if strategy == "binary_rl":
             rows.append(binary_rl_advantages(s.score, n))
         elif strategy in ("opd", "opd_kl"):
@@ -265,11 +281,15 @@ def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
 # --------------------------------------------------------------------------- 3. advantages
 @dataclass
 class Advantages:
-    """Stage 3's output: advantages (B, T) and the loss mask (B, T) bool; returns (B, T) for the
-    value loss (advantage "gae" only); metrics: ``reward/advantage_mean``, ``reward/masked_fraction``."""
+    """Stage 3's output: advantages (B, T) and the loss mask (B, T) bool; sample_rows (B,) bool, the
+    responses that count in a "sample_mean" loss's denominator (Binary RL and GRPO: every response, a
+    0-scored turn included, as upstream submits it with its mask zeroed; otherwise the responses with
+    a sample); returns (B, T) for the value loss (advantage "gae" only); metrics:
+    ``reward/advantage_mean``, ``reward/masked_fraction``."""
 
     advantages: torch.Tensor
     mask: torch.Tensor
+    sample_rows: torch.Tensor
     returns: Optional[torch.Tensor] = None
     metrics: Dict[str, float] = field(default_factory=dict)
 
@@ -298,7 +318,9 @@ def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, v
             A = masked_whiten(A, M) * M
     metrics = {"reward/advantage_mean": float(masked_mean(A, M)) if M.any() else 0.0,
                "reward/masked_fraction": float(M.any(1).float().mean())}
-    return Advantages(A, M, returns, metrics)
+    every = cfg.strategy == "binary_rl" or cfg.advantage == "grpo"
+    rows = torch.ones_like(M[:, 0]) if every else M.any(1)
+    return Advantages(A, M, rows, returns, metrics)
 
 
 # --------------------------------------------------------------------------- 4. update
@@ -306,10 +328,13 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                value_head=None, teacher=None) -> Dict[str, float]:
     """Stage 4: ``cfg.epochs`` passes of ``cfg.minibatches`` minibatches (shuffled with a seed per
     step): the clipped surrogate (or, for ``opd_kl``, the divergence to ``teacher`` on
-    ``sig.teacher_batch``), plus the KL and value terms; returns the ``policy/*``,
-    ``objective/kl`` and ``value/*`` metrics. Nothing is trained when the mask is empty."""
-    L = cfg.loss
+    ``sig.teacher_batch``), plus the KL and value terms, each reduced as ``cfg.loss`` resolves for
+    the strategy (clip range and token or sample mean: :meth:`~claw_lib.config.LossConfig.for_strategy`);
+    returns the ``policy/*``, ``objective/kl`` and ``value/*`` metrics (token means). Nothing is trained
+    when the mask is empty."""
+    L = cfg.loss.for_strategy(cfg.strategy)
     A, M = adv.advantages, adv.mask
+    old = ro.logprobs  # None: one epoch of one minibatch, the update's first forward is pi_old itself
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     policy.train()
     idx = np.arange(len(ro.response_ids))
@@ -319,26 +344,28 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
             for mb in np.array_split(idx, cfg.minibatches):
                 mb_t = torch.as_tensor(mb, device=M.device)
-                sub, m_sub = ro.batch.select(mb_t), M[mb_t]
+                sub, m_sub, rows = ro.batch.select(mb_t), M[mb_t], adv.sample_rows[mb_t]
                 if not m_sub.any():
                     continue
                 out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask,
                              output_hidden_states=value_head is not None)
-                logits = gather_positions(out.logits, sub.logit_index)       # (b, T, V)
+                logits = gather_positions(out.logits, sub.logit_index) / cfg.temperature  # (b, T, V)
                 lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
                 if cfg.strategy == "opd_kl":
                     tb = sig.teacher_batch.select(mb_t)
                     with torch.no_grad():
                         t_logits = gather_positions(teacher(input_ids=tb.input_ids,
-                                                            attention_mask=tb.attention_mask).logits, tb.logit_index)
+                                                            attention_mask=tb.attention_mask).logits,
+                                                    tb.logit_index) / cfg.temperature
                     div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
                         else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
-                    loss, clipfrac = masked_mean(div, m_sub), torch.tensor(0.0)
+                    loss, clipfrac = aggregate_loss(div, m_sub, L.loss_agg, rows), torch.tensor(0.0)
                 else:
-                    loss, clipfrac = clipped_surrogate(lp, ro.logprobs[mb_t], A[mb_t], m_sub, L.eps, L.eps_high)
-                kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator)
+                    loss, clipfrac = clipped_surrogate(lp, old[mb_t] if old is not None else lp.detach(), A[mb_t],
+                                                       m_sub, L.eps, L.eps_high, L.loss_agg, rows)
+                kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
                 if L.kl_coef:
-                    loss = loss + L.kl_coef * masked_mean(kl, m_sub)
+                    loss = loss + L.kl_coef * aggregate_loss(kl, m_sub, L.loss_agg, rows)
                 if value_head is not None:
                     v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
                     loss = loss + L.vf_coef * masked_mean((v - adv.returns[mb_t]) ** 2, m_sub)
@@ -347,15 +374,18 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                 torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
                 optimizer.step()
                 with torch.no_grad():
-                    k3 = kl if L.kl_estimator == "k3" else kl_estimate(lp, ro.ref_logprobs[mb_t], "k3")
                     stats["clipfrac"].append(float(clipfrac))
-                    stats["approx_kl"].append(float(masked_mean(0.5 * (lp - ro.logprobs[mb_t]) ** 2, m_sub)))
+                    if old is not None:
+                        stats["approx_kl"].append(float(masked_mean(0.5 * (lp - old[mb_t]) ** 2, m_sub)))
                     stats["entropy"].append(float(masked_mean(entropy_from_logits(logits), m_sub)))
-                    stats["kl"].append(float(masked_mean(k3, m_sub)))
+                    if kl is not None:
+                        k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(lp, ro.ref_logprobs[mb_t])
+                        stats["kl"].append(float(masked_mean(k3, m_sub)))
                     stats["loss"].append(float(loss))
     names = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
              "kl": "objective/kl", "loss": "policy/loss"}
-    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()}
+    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()
+               if k != "kl" or ro.ref_logprobs is not None}  # no reference pass, no KL to log
     if adv.returns is not None and M.sum() > 1:
         with torch.no_grad():
             vals = _values(policy, value_head, ro.batch)
@@ -366,20 +396,34 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
 
 
 # --------------------------------------------------------------------------- the loop
-def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None) -> List[Dict]:
+def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None,
+          force: bool = False) -> List[Dict]:
     """Run PPO; returns the list of per-step metric dicts (also written to ``out_dir``).
 
-    resume: continue from ``out_dir/checkpoint.pt`` if present. stop_after: stop (as if
-    interrupted) after this many steps of this call (for the resume test).
+    ``out_dir`` is locked while the run writes to it. A folder that holds a run with the same
+    settings (``steps`` aside, so a run can be extended) is resumed from its checkpoint; one that
+    holds a run with other settings, or a run that cannot be resumed, is refused (ValueError naming
+    the differing settings) unless ``force``, which starts over there. ``resume=False`` starts over
+    as well. stop_after: stop (as if interrupted) after this many steps of this call (for tests).
     """
+    from ..config import validate
+    from ..utils import FolderLock
+
+    validate(cfg)
+    if out_dir is None:
+        return _train(_Run.start(cfg, None, False, False), stop_after)
+    with FolderLock(out_dir):
+        return _train(_Run.start(cfg, Path(out_dir), resume, force), stop_after)
+
+
+def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
     from tqdm.auto import tqdm
 
-    run = _Run.start(cfg, out_dir, resume)
-    policy, tok = run.policy, run.tokenizer
+    cfg, policy, tok = run.cfg, run.policy, run.tokenizer
     bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
     for k, step in enumerate(bar):
         t0 = time.time()
-        ro = rollout(policy, tok, run.env, cfg, step, ref=run.ref)                         # 1.
+        ro = rollout(policy, tok, run.env, cfg, step, ref=run.ref if cfg.loss.kl_coef else None)  # 1.
         t1 = time.time()
         sig = compute_signals(ro, cfg, run.scorer)                                         # 2.
         t2 = time.time()
@@ -404,6 +448,8 @@ def _check(cfg: PPOConfig) -> None:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {cfg.strategy!r}")
     if cfg.loss.distill not in DISTILL_LOSSES:
         raise ValueError(f"distill must be one of {DISTILL_LOSSES}, got {cfg.loss.distill!r}")
+    if cfg.loss.loss_agg not in (None,) + LOSS_AGGREGATIONS:
+        raise ValueError(f"loss_agg must be one of {LOSS_AGGREGATIONS}, got {cfg.loss.loss_agg!r}")
 
 
 @dataclass
@@ -426,15 +472,17 @@ class _Run:
     start_step: int
 
     @classmethod
-    def start(cls, cfg: PPOConfig, out_dir, resume: bool) -> "_Run":
+    def start(cls, cfg: PPOConfig, out: Optional[Path], resume: bool, force: bool) -> "_Run":
         from ..models.lm import load_causal_lm
         from ..prompts import has_chat_template
         from ..signals.opd import frozen_teacher
         from ..toy.users import FactEnv
         from ..utils import resolve_device
 
+        from ..utils import set_threads
+
         _check(cfg)
-        torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         dev = resolve_device(cfg.device)
         policy, tok = load_causal_lm(cfg.model, device=dev)
         ref = frozen_teacher(policy)
@@ -444,21 +492,24 @@ class _Run:
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
         t = cfg.task
         kw = dict(user=t.user, relations=t.relations, misconception_share=t.misconception_share,
-                  tokenizer=tok if has_chat_template(tok) else None, questions=t.questions, p_vague=t.p_vague)
+                  tokenizer=tok if has_chat_template(tok) else None, questions=t.questions, p_vague=t.p_vague,
+                  form=t.prompt_form)
         env = FactEnv(seed=cfg.seed, **kw)
         eval_env = FactEnv(env.world, seed=10_000 + cfg.seed, **kw)
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
-                  Scorer.for_run(cfg, policy, ref, tok), Path(out_dir) if out_dir else None, [], 0)
-        if run.out and resume and (run.out / "checkpoint.pt").exists():
-            ck = torch.load(run.out / "checkpoint.pt", weights_only=False, map_location=dev)
+                  Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
+        if out is not None and _previous_run(cfg, out, resume, force):
+            ck = _load_checkpoint(out / "checkpoint.pt", dev)
             policy.load_state_dict(ck["model"])
             opt.load_state_dict(ck["opt"])
             if vhead is not None:
                 vhead.load_state_dict(ck["vhead"])
             run.history, run.start_step = ck["history"], ck["step"]
-        if run.out:
-            run.out.mkdir(parents=True, exist_ok=True)
-            (run.out / "config.json").write_text(json.dumps(asdict(cfg), indent=1))
+        if out is not None:
+            from ..utils import atomic_write
+
+            with atomic_write(out / "config.json") as f:
+                f.write(json.dumps(asdict(cfg), indent=1))
         if run.start_step == 0:
             policy.eval()
             run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks)})
@@ -471,20 +522,79 @@ class _Run:
             return
         _write_metrics(self.out, self.history)
         step = metrics["step"]
-        if self.cfg.save_every and step % self.cfg.save_every == 0:
+        if self.cfg.save_every and (step % self.cfg.save_every == 0 or step == self.cfg.steps):
+            from ..utils import atomic_write
+
             ck = {"model": self.policy.state_dict(), "opt": self.optimizer.state_dict(), "history": self.history,
                   "step": step}
             if self.value_head is not None:
                 ck["vhead"] = self.value_head.state_dict()
-            torch.save(ck, self.out / "checkpoint.pt")
+            with atomic_write(self.out / "checkpoint.pt", "wb") as f:
+                torch.save(ck, f)
+
+
+#: settings that do not change a run's numbers: a folder can be resumed with other values of these
+_RESUMABLE = {"steps", "progress", "save_every", "device"}
+_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json")
+
+
+def _previous_run(cfg: PPOConfig, out: Path, resume: bool, force: bool) -> bool:
+    """Whether ``out`` holds a run to resume: True when its settings match ``cfg`` and it has a
+    checkpoint; refuses (ValueError) a run with other settings or without a checkpoint, unless
+    ``force``, which removes that run's files. A folder without a run gives False."""
+    from ..config import flatten
+
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"the output folder {out} is a file")
+    if not (out / "config.json").exists() and not (out / "metrics.jsonl").exists():
+        return False
+    if force or not resume:
+        for name in _RUN_FILES:
+            (out / name).unlink(missing_ok=True)
+        return False
+    try:
+        saved = json.loads((out / "config.json").read_text())
+        old = flatten(_config_from_dict(saved))
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"{out}/config.json cannot be read ({type(e).__name__}); pass --force to start over there") from None
+    new = flatten(cfg)
+    differ = [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]]
+    if differ:
+        raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}"
+                         f"{'; ...' if len(differ) > 4 else ''}); choose another folder or pass --force to start over there")
+    if not (out / "checkpoint.pt").exists():
+        raise ValueError(f"{out} holds a run without a checkpoint to resume from (save_every 0?); "
+                         "choose another folder or pass --force to start over there")
+    return True
+
+
+def _config_from_dict(d: Dict) -> PPOConfig:
+    """A PPOConfig from its ``asdict`` form (config.json); unknown fields raise TypeError."""
+    from ..config import AlignConfig, LossConfig, OPDConfig, RewardConfig, TaskConfig
+
+    top = {k: v for k, v in d.items() if k not in ("task", "loss", "reward", "opd")}
+    reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"])}
+    task = {**d["task"], "relations": tuple(d["task"]["relations"])}
+    return PPOConfig(**top, task=TaskConfig(**task), loss=LossConfig(**d["loss"]), reward=RewardConfig(**reward),
+                     opd=OPDConfig(**d["opd"]))
+
+
+def _load_checkpoint(path: Path, device) -> Dict:
+    try:
+        return torch.load(path, weights_only=False, map_location=device)
+    except Exception as e:  # a truncated or foreign file: say which and what to do
+        raise ValueError(f"the checkpoint {path} cannot be read ({type(e).__name__}); delete it to start over, "
+                         "or pass --force") from None
 
 
 def _write_metrics(out: Path, history: List[Dict]) -> None:
-    with open(out / "metrics.jsonl", "w") as f:
+    from ..utils import atomic_write
+
+    with atomic_write(out / "metrics.jsonl") as f:
         for h in history:
             f.write(json.dumps(h) + "\n")
     keys = sorted({k for h in history for k in h}, key=lambda k: (k != "step", k))
-    with open(out / "metrics.csv", "w", newline="") as f:
+    with atomic_write(out / "metrics.csv", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         for h in history:

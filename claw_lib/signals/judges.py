@@ -1,6 +1,6 @@
 """Judging the next state, as OpenClaw-RL does (notebook 06).
 
-A next-state message (the user's reply, a tool error) is read twice:
+A next-state message (the user's reply, or a tool's output, with its role) is read twice:
 
 * **Binary RL** -- a judge scores the turn +1 (progress), -1 (a correction or complaint) or 0
   (ambiguous); m votes are taken, failed votes dropped, the majority wins, ties and no votes -> 0.
@@ -20,10 +20,18 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from ..text.corrections import clean_correction, is_chinese
-from ..text.phrases import HINT_LEADS, NEGATIVE_MARKERS, POSITIVE_MARKERS, POSITIVE_START_ZH, VAGUE_MARKERS, hint_lead
+from ..text.phrases import (
+    HINT_LEADS,
+    NEGATIVE_MARKERS,
+    POSITIVE_MARKERS,
+    POSITIVE_START_ZH,
+    VAGUE_MARKERS,
+    hint_lead,
+    is_tool_error,
+)
 
 __all__ = ["Vote", "HintVote", "RuleJudge", "LLMJudge", "parse_boxed", "parse_hint", "majority_vote",
-           "select_hint", "MIN_HINT_CHARS", "judge_prompt", "hint_prompt"]
+           "select_hint", "MIN_HINT_CHARS", "judge_prompt", "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
 
 #: OpenClaw-RL keeps a hint only if it is longer than this many characters.
 MIN_HINT_CHARS = 10
@@ -46,21 +54,42 @@ class HintVote:
     text: str = ""
 
 
-_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
+#: OpenClaw-RL's box: one optionally signed digit and nothing else between the braces
+_BOX_STRICT = re.compile(r"\\boxed\{([-+]?\d)\}")
+_BOX_ANY = re.compile(r"\\boxed\{([^{}]*)\}")
 _HINT = re.compile(r"\[HINT_START\](.*?)\[HINT_END\]", re.S)
+#: scores a judge may give: the Binary RL judge -1 / 0 / +1, the hint judge -1 / +1
+SCORE_VALUES = (1, -1, 0)
+HINT_DECISIONS = (1, -1)
+_WORDS = {"progress": 1, "positive": 1, "good": 1, "correction": -1, "negative": -1, "bad": -1,
+          "ambiguous": 0, "neutral": 0}
 
 
-def parse_boxed(text: str) -> Optional[int]:
-    """The **last** ``\\boxed{...}`` of a judge's output as +1 / -1 / 0, or None if absent or
-    unreadable. Accepts numbers and the words progress/positive/good, correction/negative/bad,
-    ambiguous/neutral."""
-    found = _BOX.findall(text or "")
-    if not found:
-        return None
-    v = found[-1].strip().casefold().lstrip("+")
-    table = {"1": 1, "-1": -1, "0": 0, "progress": 1, "positive": 1, "good": 1, "correction": -1,
-             "negative": -1, "bad": -1, "ambiguous": 0, "neutral": 0}
-    return table.get(v)
+def parse_boxed(text: str, allowed: Sequence[int] = SCORE_VALUES, lenient: bool = False) -> Optional[int]:
+    """The judge's score: the **last** ``\\boxed{d}`` whose content is one optionally signed digit
+    (OpenClaw-RL's rule), as an int if it is one of ``allowed``, else None (a failed vote).
+
+    Boxes with any other content (``\\boxed{ 1 }``, ``\\boxed{x}``, an empty ``\\boxed{}`` in a
+    sentence about the format) are invisible, so they never hide an earlier valid box; a later valid
+    box with a value outside ``allowed`` (``\\boxed{2}``) makes the vote fail. ``allowed``: the Binary RL
+    judge's (1, -1, 0), or the hint judge's (1, -1).
+
+    ``lenient=True`` is the kit's earlier rule, kept to show how much a parser decides: the last box
+    of *any* content, stripped, with words (progress / negative / neutral ...) accepted. It flips
+    votes: ``\\boxed{-1} ... \\boxed{ 1 }`` is -1 strictly but +1 leniently (notebook 06).
+    """
+    if lenient:
+        found = _BOX_ANY.findall(text or "")
+        if not found:
+            return None
+        v = found[-1].strip().casefold().lstrip("+")
+        score = _WORDS.get(v, {"1": 1, "-1": -1, "0": 0}.get(v))
+    else:
+        found = _BOX_STRICT.findall(text or "")
+        if not found:
+            return None
+        score = int(found[-1])
+    return score if score in allowed else None
 
 
 def parse_hint(text: str) -> Optional[str]:
@@ -90,13 +119,20 @@ def select_hint(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS) -> O
 
 
 class RuleJudge:
-    """Rules for the toy world's users: correction or preference markers -> -1, thanks -> +1,
-    vague or unknown -> 0; hints: the corrective clauses of the reply (lead-in "不对，"/"No, "
-    kept, asides dropped), so a correction becomes "不对，法国的首都是巴黎。"."""
+    """Rules for the toy world's next states.
 
-    def vote(self, response: str, next_state: str) -> Vote:
+    A user's reply (``role="user"``): correction or preference markers -> -1, thanks -> +1, vague or
+    unknown -> 0; the hint is the corrective clauses of the reply (lead-in "不对，"/"No, " kept, asides
+    dropped), so a correction becomes "不对，法国的首都是巴黎。". A tool's output (``role="tool"``), by
+    OpenClaw-RL's rules: an error the call caused -> -1, and the error text is the hint; a result
+    without error is progress (+1) and not hindsight (no hint).
+    """
+
+    def vote(self, response: str, next_state: str, role: str = "user") -> Vote:
         s = (next_state or "").strip()
         low = s.casefold()
+        if role == "tool":
+            return Vote(-1, "the tool call failed") if is_tool_error(s) else Vote(1, "the tool call worked")
         if not s:
             return Vote(0, "empty reply")
         if any(v in low for v in VAGUE_MARKERS):
@@ -112,76 +148,131 @@ class RuleJudge:
             return Vote(1, "the user confirms")
         return Vote(0, "ambiguous")
 
-    def votes(self, response: str, next_state: str) -> List[Vote]:
+    def votes(self, response: str, next_state: str, role: str = "user") -> List[Vote]:
         """One deterministic vote (the same interface as :class:`LLMJudge`)."""
-        return [self.vote(response, next_state)]
+        return [self.vote(response, next_state, role)]
 
-    def hint_votes(self, response: str, next_state: str) -> List[HintVote]:
-        return [self.hint(response, next_state)]
+    def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
+        return [self.hint(response, next_state, role)]
 
-    def hint(self, response: str, next_state: str) -> HintVote:
+    def hint(self, response: str, next_state: str, role: str = "user") -> HintVote:
+        if role == "tool":
+            s = (next_state or "").strip()
+            if is_tool_error(s):
+                return HintVote(True, s, f"\\boxed{{1}}[HINT_START]{s}[HINT_END]")
+            return HintVote(False, None, "\\boxed{-1} a tool result alone is not hindsight")
         cc = clean_correction(next_state or "")
         if cc.affirmation or not cc.text.strip():
-            return HintVote(False, None, "no hindsight information")
+            return HintVote(False, None, "\\boxed{-1} no hindsight information")
         zh = is_chinese(next_state)
         lead = ""
         if any(d.strip(" ，,。.").casefold() in HINT_LEADS for d in cc.dropped):
             lead = hint_lead("zh" if zh else "en")
         text = cc.text if zh else cc.text[0].lower() + cc.text[1:] if lead else cc.text
         hint = lead + text
-        return HintVote(True, hint, f"[HINT_START]{hint}[HINT_END]")
+        return HintVote(True, hint, f"\\boxed{{1}}[HINT_START]{hint}[HINT_END]")
 
 
 # --------------------------------------------------------------------------- LLM judge
-def judge_prompt(response: str, next_state: str) -> str:
-    """OpenClaw-style instruction for scoring a turn from the next state."""
-    return (
-        "You are judging an AI assistant's last reply from the user's next message.\n"
-        f"Assistant reply:\n{response}\n\nUser's next message:\n{next_state}\n\n"
-        "Does the next message show PROGRESS (the user is satisfied or moves on), a CORRECTION (the user "
-        "says the reply was wrong or asks for something different), or is it AMBIGUOUS?\n"
-        "Think briefly, then answer with \\boxed{1} for progress, \\boxed{-1} for correction, \\boxed{0} for ambiguous."
-    )
+#: the next state's roles a judge is told about
+ROLES = ("user", "tool")
+
+_ROLE_RULES = (
+    "## Who wrote the next state\n"
+    "- role 'user': the user's reply to the assistant.\n"
+    "- role 'tool': what a tool returned because the assistant called it. It did not exist before the "
+    "assistant acted; it exists because of that action.\n"
+)
 
 
-def hint_prompt(response: str, next_state: str) -> str:
-    """OpenClaw-style instruction for extracting a hindsight hint."""
-    return (
-        "You are helping an AI assistant learn from the user's reaction.\n"
-        f"Assistant reply:\n{response}\n\nUser's next message:\n{next_state}\n\n"
-        "Does the user's message contain information about what the reply SHOULD have been? If yes, answer "
-        "\\boxed{1} and write a 1-3 sentence hint for the assistant between [HINT_START] and [HINT_END]. "
-        "If not, answer \\boxed{-1}."
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"the next state's role must be one of {ROLES}, got {role!r}")
+
+
+def judge_prompt(response: str, next_state: str, role: str = "user") -> List[dict]:
+    """The Binary RL judge's chat messages (system + user), with OpenClaw-RL's rules in the kit's words:
+    progress is +1 (the user moves on or thanks; a tool returns a result without error); -1 for a
+    request to redo or retry, a correction or change request (negative feedback, not a neutral new
+    instruction), a rephrasing of the same request, or an error the assistant's action caused; 0 for
+    an unrelated follow-up or too little evidence. The judge thinks step by step and ends with one box."""
+    _check_role(role)
+    system = (
+        "You are a process reward model judging one step of an AI assistant. You see the assistant's output "
+        "and the next state that followed it, and decide whether the output did what the user wanted at that "
+        "step, using the next state as evidence.\n\n" + _ROLE_RULES +
+        "A tool result without an error means the assistant's action worked: score it as progress.\n\n"
+        "## Scores\n"
+        "- \\boxed{1}: the step went as intended: the user moves on or thanks the assistant, or a tool returns "
+        "a result without an error.\n"
+        "- \\boxed{-1}: the output was wrong, incomplete or unwanted. Signs: the user asks to redo, retry or "
+        "repeat it; the user asks for a correction or a change (\"no, I meant ...\", \"change X to Y\"); the "
+        "user says the same request again in other words; a tool reports an error that the assistant's call "
+        "caused.\n"
+        "- \\boxed{0}: the next state says neither, e.g. an unrelated follow-up question, or there is too "
+        "little to tell.\n\n"
+        "A request to change the output is negative feedback about it, not a neutral new instruction.\n\n"
+        "Think step by step, then write your final score in one \\boxed{}."
     )
+    user = (f"## Assistant output\n{response}\n\n## Next state [role: {role}]\n{next_state}\n\n"
+            "First say whether the next state shows (a) progress, (b) a correction, redo or change request, or "
+            "(c) neither; then give \\boxed{1}, \\boxed{-1} or \\boxed{0}.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def hint_prompt(response: str, next_state: str, role: str = "user") -> List[dict]:
+    """The hint judge's chat messages (system + user), with OpenClaw-RL's rules in the kit's words:
+    exactly one final decision, \\boxed{1} or \\boxed{-1}; a hint of 1-3 concise, concrete, actionable
+    sentences between [HINT_START] and [HINT_END] only when the decision is +1, no hint block when it
+    is -1; a tool's result alone is not hindsight."""
+    _check_role(role)
+    system = (
+        "You extract hindsight hints for an AI assistant. You see the assistant's response at turn t and the "
+        "next state at turn t+1 with its role.\n\n" + _ROLE_RULES +
+        "A tool result without an error means the action was fine; it is not something the assistant should "
+        "have known before acting.\n\n"
+        "Decide whether the next state tells what would have made the turn-t response better.\n\n"
+        "## Output rules\n"
+        "- Write exactly one final decision: \\boxed{1} (there is such information) or \\boxed{-1} (there is "
+        "not).\n"
+        "- Only when the decision is \\boxed{1}, write a hint of 1-3 short sentences between [HINT_START] and "
+        "[HINT_END]: concrete and actionable, saying what the response should have done.\n"
+        "- When the decision is \\boxed{-1}, write no hint block."
+    )
+    user = (f"## Assistant response (turn t)\n{response}\n\n## Next state (turn t+1) [role: {role}]\n"
+            f"{next_state}\n\nGive your decision and, if it is \\boxed{{1}}, the hint, in the format above.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 class LLMJudge:
     """Any instruct model as judge: ``m`` sampled votes per question, parsed from its output.
 
-    model, tokenizer: a causal LM (``claw_lib.lm.load_causal_lm``); uses the chat template when
-    the tokenizer has one.
+    model, tokenizer: a causal LM (:func:`claw_lib.models.lm.load_causal_lm`); the messages go through
+    its chat template, or are joined by newlines without one. Defaults follow OpenClaw-RL's Binary RL
+    script: m = 3 votes, temperature 0.6, up to 4096 new tokens (a thinking judge needs room before
+    its box; the OPD scripts allow 8192 and take m = 1).
     """
 
-    def __init__(self, model, tokenizer, m: int = 3, temperature: float = 0.6, max_new_tokens: int = 256,
+    def __init__(self, model, tokenizer, m: int = 3, temperature: float = 0.6, max_new_tokens: int = 4096,
                  seed: int = 0):
         self.model, self.tok, self.m = model, tokenizer, m
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
 
-    def _ask(self, prompt: str) -> List[str]:
+    def _ask(self, messages: List[dict]) -> List[str]:
         from ..models.lm import generate
+        from ..prompts import has_chat_template
 
-        if getattr(self.tok, "chat_template", None):
-            prompt = self.tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                  add_generation_prompt=True)
+        if has_chat_template(self.tok):
+            prompt = self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        else:
+            prompt = "\n".join(m["content"] for m in messages)
         gens = generate(self.model, self.tok, [prompt] * self.m, max_new_tokens=self.max_new_tokens,
                         temperature=self.temperature, seed=self.seed)
         return [g.text for g in gens]
 
-    def votes(self, response: str, next_state: str) -> List[Vote]:
-        return [Vote(parse_boxed(t), t) for t in self._ask(judge_prompt(response, next_state))]
+    def votes(self, response: str, next_state: str, role: str = "user") -> List[Vote]:
+        return [Vote(parse_boxed(t, SCORE_VALUES), t) for t in self._ask(judge_prompt(response, next_state, role))]
 
-    def hint_votes(self, response: str, next_state: str) -> List[HintVote]:
-        out = []
-        for t in self._ask(hint_prompt(response, next_state)):
-            out.append(HintVote(parse_boxed(t) == 1, parse_hint(t), t))
-        return out
+    def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
+        return [HintVote(parse_boxed(t, HINT_DECISIONS) == 1, parse_hint(t), t)
+                for t in self._ask(hint_prompt(response, next_state, role))]

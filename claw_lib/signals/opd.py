@@ -10,10 +10,11 @@ and for the student itself::
     A_t = log pi_T(y_t | x + hint, y_<t) - log pi_old(y_t | x, y_<t)
 
 The teacher context is the student's prompt with ``"\\n\\n[user's hint / instruction]\\n" + hint``
-appended to the last user message (:mod:`claw_lib.prompts`). Teacher log-probs are computed on the student's own response
-token ids (concatenated ids, never re-tokenised text). The teacher is a frozen copy of the initial
-policy by default (what the public code does) or the live policy without gradient (what the
-paper's text says).
+appended to the last user message (:mod:`claw_lib.prompts`). Teacher log-probs are computed on the
+student's own response token ids, concatenated after the teacher prompt's ids (the public code
+re-tokenises the rendered prompt + response text instead; ids are exact where text can merge across
+the boundary). The teacher is a frozen copy of the initial policy by default (what the public code
+does: its teacher server is never synced) or the live policy without gradient (the paper's wording).
 
 Binary RL: the judge's majority score r in {+1, -1, 0} on every response token; 0-scored turns
 are masked out. Combined: ``A_t = w_rl * r + w_opd * (log pi_T - log pi_old)``.
@@ -65,12 +66,15 @@ def dispatch(score: int, hint: Optional[str]) -> str:
     return "none"
 
 
-def judge_turn(response_text: str, next_state: str, judge=None, cfg: Optional[OPDConfig] = None) -> TurnSignal:
-    """Score and hint for one turn (``judge``: :class:`RuleJudge` by default, or an LLMJudge)."""
+def judge_turn(response_text: str, next_state: str, judge=None, cfg: Optional[OPDConfig] = None,
+               role: str = "user") -> TurnSignal:
+    """Score and hint for one turn (``judge``: :class:`RuleJudge` by default, or an LLMJudge, which
+    samples its own m votes); ``role``: who wrote the next state, "user" or "tool"."""
     cfg = cfg or OPDConfig()
     judge = judge or RuleJudge()
-    votes = [v for _ in range(cfg.m if isinstance(judge, RuleJudge) else 1) for v in judge.votes(response_text, next_state)]
-    hvotes = judge.hint_votes(response_text, next_state)
+    votes = [v for _ in range(cfg.m if isinstance(judge, RuleJudge) else 1)
+             for v in judge.votes(response_text, next_state, role)]
+    hvotes = judge.hint_votes(response_text, next_state, role)
     return TurnSignal(majority_vote(votes), select_hint(hvotes, cfg.min_hint_chars), votes, hvotes)
 
 
@@ -132,27 +136,37 @@ def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarra
 
 
 # --------------------------------------------------------------------------- distillation losses
-def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = 16) -> torch.Tensor:
+#: OpenClaw-RL's top-K: K = 50 teacher ids per position (run_qwen3_4b_openclaw_opd_topk.sh)
+TOPK_DEFAULT = 50
+#: the largest log-mass the top-K may have before the tail is computed (upstream's clamp): the tail's
+#: log-prob is then at least log(1 - exp(-1e-7)) = -16.1, never log(0)
+_TOPK_LOGMASS_MAX = -1e-7
+
+
+def _tail_logprob(top_logprobs: torch.Tensor) -> torch.Tensor:
+    """log(1 - sum exp(top_logprobs)) over the last dim, computed stably: the top-K's log-mass by
+    logsumexp, clamped below 0, then ``log(-expm1(.))`` (no cancellation in ``1 - sum p``)."""
+    log_mass = torch.logsumexp(top_logprobs, dim=-1).clamp(max=_TOPK_LOGMASS_MAX)
+    return torch.log(-torch.expm1(log_mass))
+
+
+def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = TOPK_DEFAULT) -> torch.Tensor:
     """Reverse KL(student || teacher) over the teacher's top-K tokens plus one tail bin.
 
     student_logits, teacher_logits: (..., V). The support is the teacher's K most likely ids; the
-    rest of each distribution is lumped into a tail bin. Student log-probs are gathered at the
-    teacher's ids. Returns (...) in nats. With K = V it equals the full reverse KL.
+    rest of each distribution is lumped into a tail bin whose log-prob is computed stably
+    (:func:`_tail_logprob`), so a teacher that puts all its mass on K ids in float32 gives a finite,
+    bounded tail term (upstream's rule). Student log-probs are gathered at the teacher's ids.
+    Returns (...) in nats. With K = V it equals the full reverse KL (the tail adds about 1e-7).
     """
     s_lp = F.log_softmax(student_logits.float(), -1)
     t_lp = F.log_softmax(teacher_logits.float(), -1)
     k = min(k, t_lp.shape[-1])
     t_top, idx = t_lp.topk(k, dim=-1)                      # (..., K)
     s_top = s_lp.gather(-1, idx)                            # (..., K)
-
-    def tail(lp_top):  # log(1 - sum p_top); an empty tail (K = V) gets 1e-20, contributing ~0
-        mass = lp_top.exp().sum(-1)
-        return torch.log((1.0 - mass).clamp(min=1e-20))
-
-    s_all = torch.cat([s_top, tail(s_top).unsqueeze(-1)], -1)
-    t_all = torch.cat([t_top, tail(t_top).unsqueeze(-1)], -1)
-    p_s = s_all.exp()
-    return (p_s * (s_all - t_all)).sum(-1)
+    s_all = torch.cat([s_top, _tail_logprob(s_top).unsqueeze(-1)], -1)
+    t_all = torch.cat([t_top, _tail_logprob(t_top).unsqueeze(-1)], -1)
+    return (s_all.exp() * (s_all - t_all)).sum(-1)
 
 
 def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5) -> torch.Tensor:
@@ -173,29 +187,33 @@ def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
 
 # --------------------------------------------------------------------------- one turn, explained
 def explain_turn(model, tokenizer, question: str, response: str, next_state: str, cfg: Optional[OPDConfig] = None,
-                 combined: bool = False, judge=None) -> dict:
+                 combined: bool = False, judge=None, role: str = "user") -> dict:
     """Everything ``claw opd`` shows for one turn: the judge's score and hint, and per response
     token its text and character span in ``response``, the student's and the teacher's log-prob
     and the advantage (OPD, or with ``combined`` the combined advantage).
 
-    The student prompt is ``question`` in the model's prompt format, the teacher prompt the same
-    with the hint; the response is tokenised once, as the continuation of that prompt, and both
-    are scored on those ids. Raises ValueError for an empty response.
+    ``question`` may be the bare question or a whole prompt in one of the kit's forms
+    ("问：法国的首都是哪里？答：", "Q: ...\nA:", ChatML ...): a recognised form is kept for both the
+    student and the teacher (:func:`claw_lib.prompts.parse_prompt`); a bare question gets the kit's
+    form. The response is tokenised once, as the continuation of the student prompt, and both
+    prompts are scored on those ids. Raises ValueError for an empty response.
     """
-    from ..prompts import build_prompt, response_text, teacher_prompt
+    from ..prompts import build_prompt, parse_prompt, response_text, teacher_prompt
     from ..text.corrections import guess_lang
     from ..text.tokens import subtoken_spans
 
     cfg = cfg or OPDConfig()
-    lang = guess_lang(question, response)
-    cont = response_text(response, lang, tokenizer)
+    parsed = parse_prompt(question)
+    form, lang, q = parsed if parsed else ("kit", guess_lang(question, response), question)
+    student = build_prompt(q, lang, tokenizer=tokenizer, form=form)
+    cont = response_text(response, lang, tokenizer, prompt=student)
     ids = encode(tokenizer, cont)
     if not ids:
         raise ValueError("the response is empty: there is no token to score")
-    sig = judge_turn(response, next_state, judge, cfg)
-    prompts = [build_prompt(question, lang, tokenizer=tokenizer)]
+    sig = judge_turn(response, next_state, judge, cfg, role)
+    prompts = [student]
     if sig.hint:
-        prompts.append(teacher_prompt(question, sig.hint, lang, tokenizer=tokenizer))
+        prompts.append(teacher_prompt(q, sig.hint, lang, tokenizer=tokenizer, form=form))
     lps = token_logprobs(model, tokenizer, prompts, [ids] * len(prompts))
     old, teacher = lps[0], (lps[1] if sig.hint else None)
     if combined:
@@ -207,4 +225,4 @@ def explain_turn(model, tokenizer, question: str, response: str, next_state: str
                "student_logprob": round(float(old[k]), 4),
                "teacher_logprob": None if teacher is None else round(float(teacher[k]), 4),
                "advantage": round(float(adv[k]), 4)} for k, s in enumerate(subtoken_spans(tokenizer, ids))]
-    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "tokens": tokens}
+    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "form": form, "tokens": tokens}

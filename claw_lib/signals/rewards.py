@@ -55,7 +55,7 @@ from ..config import REWARD_STRATEGIES as STRATEGIES
 from ..config import RewardConfig
 from ..text.corrections import (CONTENT_KINDS, EXACT_KINDS, clean_correction, guess_lang, invert_copula,
                                 negated_spans, value_key, word_kind)
-from ..text.tokens import Token, subtokens_to_words, tokenize
+from ..text.tokens import Token, check_text, subtokens_to_words, tokenize
 
 __all__ = ["TokenRewards", "token_rewards", "omitted_at", "fuse_rewards", "STRATEGIES", "ARTICLE_RULES"]
 
@@ -83,11 +83,15 @@ class TokenRewards:
     info: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The CLI's JSON: strategy, tokens (text, start, end, reward), ops."""
+        """The CLI's JSON: strategy, tokens (text, start, end, reward), the cleaned correction that was
+        aligned and its tokens (the ``j`` of every op indexes them), and the ops."""
+        ta = self.alignment
         return {
             "strategy": self.strategy,
             "tokens": [{**t.to_dict(), "reward": round(float(r), 6)} for t, r in zip(self.tokens, self.rewards)],
-            "ops": [o.to_dict() for o in self.alignment.alignment.ops] if self.alignment else [],
+            "clean_correction": self.info.get("clean_correction"),
+            "correction_tokens": [t.to_dict() for t in ta.correction_tokens] if ta else [],
+            "ops": [o.to_dict() for o in ta.alignment.ops] if ta else [],
         }
 
 
@@ -136,7 +140,8 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     cfg = config or RewardConfig()
     if cfg.alternatives not in _ALTERNATIVES:
         raise ValueError(f"RewardConfig.alternatives must be one of {_ALTERNATIVES}, got {cfg.alternatives!r}")
-    tokens = tokenize(output)
+    tokens = tokenize(output, cfg.align.max_chars)
+    check_text(correction, cfg.align.max_chars)
     n = len(tokens)
     cc = clean_correction(correction) if cfg.clean else None
     text = cc.text if cc is not None else correction

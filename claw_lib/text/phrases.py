@@ -17,7 +17,7 @@ from typing import Dict, Tuple
 __all__ = [
     "CORRECTION_LEADS", "THANKS", "STYLE_THANKS", "VAGUE_REPLIES", "ASIDES", "STYLE_HINTS",
     "LEADIN_WORDS", "ASIDE_STARTS", "AFFIRM_ZH", "AFFIRM_EN", "NEGATIVE_MARKERS", "POSITIVE_MARKERS",
-    "POSITIVE_START_ZH", "VAGUE_MARKERS", "HINT_LEADS", "hint_lead", "with_lead",
+    "POSITIVE_START_ZH", "VAGUE_MARKERS", "HINT_LEADS", "hint_lead", "with_lead", "TOOL_ERROR_PREFIXES", "is_tool_error",
     "FUNCTION_WORDS", "NUMBER_WORDS_EN", "ZH_NUMERALS", "ZH_MEASURES", "CONTRAST_MARKERS", "COPULAS",
 ]
 
@@ -130,6 +130,15 @@ POSITIVE_START_ZH = re.compile(r"^(对|是的|正确)[，,。.！!]?")
 VAGUE_MARKERS: Tuple[str, ...] = ("不太对吧", "好像不对", "hmm", "i don't think so", "doesn't look right")
 #: dropped lead-ins that the rule judge's hint keeps, as :func:`hint_lead` writes them
 HINT_LEADS: Tuple[str, ...] = ("不对", "错了", "你说的不对", "no", "wrong")
+
+
+#: how a tool's output starts when the call failed (the toy world's lookup tool writes these)
+TOOL_ERROR_PREFIXES: Tuple[str, ...] = ("Error:", "错误：")
+
+
+def is_tool_error(text: str) -> bool:
+    """Does a tool's output report an error (it starts with one of :data:`TOOL_ERROR_PREFIXES`)?"""
+    return (text or "").lstrip().startswith(TOOL_ERROR_PREFIXES)
 
 
 def with_lead(lead: str, answer: str, lang: str) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 
 __all__ = [
     "Token", "tokenize", "subword_tokens", "map_subtokens_to_words", "word_subtoken_overlaps",
-    "words_to_subtokens", "subtokens_to_words", "subtoken_spans", "MAX_TEXT_CHARS",
+    "words_to_subtokens", "subtokens_to_words", "subtoken_spans", "MAX_TEXT_CHARS", "check_text",
 ]
 
 #: Texts longer than this are rejected by :func:`tokenize` (override with ``max_chars``).
@@ -87,6 +87,22 @@ def _split_non_cjk(text: str, offset: int, out: List[Token]) -> None:
             out.append(Token(mt.group(), offset + mt.start(), offset + mt.end()))
 
 
+def check_text(text: str, max_chars: int = MAX_TEXT_CHARS) -> None:
+    """Raise TypeError for a non-string and ValueError for a text longer than ``max_chars`` or one
+    that is not valid Unicode (a lone surrogate such as "\\ud800" cannot be encoded)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if len(text) > max_chars:
+        raise ValueError(
+            f"a text has {len(text)} characters, more than the limit of {max_chars}; "
+            "split it into paragraphs or raise the limit (max_chars, claw --max-chars)"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"a text holds a character that is not valid Unicode ({e.reason} at position {e.start})") from None
+
+
 def tokenize(text: str, max_chars: int = MAX_TEXT_CHARS) -> List[Token]:
     """Split ``text`` into word-level :class:`Token` s with character offsets.
 
@@ -94,13 +110,7 @@ def tokenize(text: str, max_chars: int = MAX_TEXT_CHARS) -> List[Token]:
     empty or whitespace-only string. Mixed Chinese/English text is handled run by run.
     Raises ``TypeError`` for a non-string and ``ValueError`` for text longer than ``max_chars``.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if len(text) > max_chars:
-        raise ValueError(
-            f"text has {len(text)} characters, more than max_chars={max_chars}; "
-            "split it into paragraphs or pass a larger max_chars"
-        )
+    check_text(text, max_chars)
     out: List[Token] = []
     pos = 0
     for run in _CJK_RUN.finditer(text):

@@ -3,8 +3,11 @@
 Each :class:`Example` is a prompt (no loss) and a response (loss). :func:`make_example` draws one
 according to the mix in :class:`~claw_lib.toy.world.WorldConfig`: known facts without a hint (some
 stated wrongly: the planted misconceptions; some two-part; some in a style nobody asked for), known
-or fresh facts with a hint or correction in the prompt (the model learns to copy it), and style
-instructions to follow. The phrases come from :mod:`claw_lib.text.phrases`, so the model learns
+or fresh facts with a hint or correction in the prompt (the model learns to copy it), calls of the
+lookup tool (with a planted wrong name for some countries, and the tool's errors as hints), and
+style instructions to follow. Each prompt comes in one of the trained surface forms
+(:data:`claw_lib.prompts.TRAINED_FORMS`: the kit's "问：…答：", a bare question, inline, chat with and
+without a system line), so the model does not depend on one wrapper. The phrases come from :mod:`claw_lib.text.phrases`, so the model learns
 exactly what the simulated users say.
 """
 from __future__ import annotations
@@ -13,9 +16,16 @@ import random
 from dataclasses import dataclass, field
 from typing import List
 
-from ..prompts import build_prompt, response_text
+import numpy as np
+
+from ..prompts import TRAINED_FORMS, build_prompt, response_text
 from ..text.phrases import ASIDES, CORRECTION_LEADS, STYLE_HINTS, with_lead
+from .tools import TOOL_ALIASES, ToolFact, malformed_call, planted_call, run_lookup
 from .world import RELATIONS, Fact, FactWorld, PairFact
+
+#: misspellings of the relation keys that a tool call can make (for the tool's errors)
+MISSPELT_RELATIONS = {"capital": ("capitol", "capitals"), "colour": ("color", "colours"), "animal": ("animals", "beast"),
+                      "provinces": ("province", "states")}
 
 __all__ = ["Example", "make_example", "sample_corpus"]
 
@@ -43,46 +53,88 @@ def _fact_hint(fact: Fact, rng: random.Random, noise: bool) -> str:
     return s
 
 
+def _example(world: FactWorld, question: str, lang: str, answer: str, kind: str, form: str, hint=None,
+             inline: bool = False, meta=None) -> Example:
+    prompt = build_prompt(question, lang, hint, inline=inline, form=form)
+    return Example(prompt, response_text(answer, lang, prompt=prompt), kind, lang, {"form": form, **(meta or {})})
+
+
+def _tool_example(world: FactWorld, rng: random.Random, lang: str, form: str, hinted: bool) -> Example:
+    """A tool call. Without a hint: the right call (a known or fresh country: the name is copied from
+    the question), the planted alias for an alias country, or now and then a broken call. With a hint:
+    the error a wrong call got (broken syntax, a misspelt relation, a planted alias) and the right call."""
+    cfg = world.config
+    aliased = [c for c in world.known if c.zh in TOOL_ALIASES]
+    if hinted and rng.random() < 0.3:
+        fact = ToolFact(Fact(rng.choice(aliased), rng.choice(tuple(RELATIONS)), lang))
+    else:
+        country = world.fresh_country(rng) if rng.random() < 0.3 else rng.choice(world.known)
+        fact = ToolFact(Fact(country, rng.choice(tuple(RELATIONS)), lang))
+    if not hinted:
+        call = planted_call(world, fact, rng)
+        if call is None:
+            call = malformed_call(fact, rng) if rng.random() < cfg.p_tool_malformed else fact.truth
+        return _example(world, fact.question(), lang, call, "tool", form, meta={"wrong": call != fact.truth})
+    pair = TOOL_ALIASES.get(fact.fact.country.zh)
+    if pair is not None:
+        wrong = fact.answer(pair[0 if lang == "zh" else 1])
+    elif rng.random() < 0.6:
+        wrong = malformed_call(fact, rng)
+    else:
+        wrong = fact.answer().replace(fact.fact.relation, rng.choice(MISSPELT_RELATIONS[fact.fact.relation]), 1)
+    hint = run_lookup(world, wrong, lang).output
+    return _example(world, fact.question(), lang, fact.truth, "tool_hint", form, hint)
+
+
 def make_example(world: FactWorld, rng: random.Random) -> Example:
-    """Draw one pre-training example according to the mix in ``world.config``."""
+    """Draw one pre-training example according to the mix in ``world.config``, in a prompt form drawn
+    from ``config.form_weights``."""
     cfg = world.config
     lang = rng.choice(("zh", "en"))
+    form = rng.choices(TRAINED_FORMS, weights=cfg.form_weights)[0]
     u = rng.random()
     inline = rng.random() < cfg.p_inline
     noise = rng.random() < cfg.p_noise
-    if u < cfg.p_plain:
+    edges = np.cumsum([cfg.p_plain, cfg.p_known_hint, cfg.p_fresh_hint, cfg.p_tool, cfg.p_tool_hint])
+    if u < edges[0]:
         if rng.random() < cfg.p_pair:  # two capitals at once, each part sampled on its own
             c1, c2 = rng.sample(world.known, 2)
             pair = PairFact(Fact(c1, "capital", lang), Fact(c2, "capital", lang))
             values = tuple(world.believed_value(f, rng) for f in pair.parts)
-            return Example(build_prompt(pair.question(), lang), response_text(pair.answer(values), lang),
-                           "pair", lang, {"misconception": [world.wrong_value(f) is not None for f in pair.parts],
-                                          "wrong": [v != t for v, t in zip(values, pair.truth)]})
+            return _example(world, pair.question(), lang, pair.answer(values), "pair", form,
+                            meta={"misconception": [world.wrong_value(f) is not None for f in pair.parts],
+                                  "wrong": [v != t for v, t in zip(values, pair.truth)]})
         fact = Fact(rng.choice(world.known), rng.choice(tuple(RELATIONS)), lang)
         wrong = world.wrong_value(fact)
         value = world.believed_value(fact, rng)
         style = rng.choice(tuple(STYLE_HINTS)) if rng.random() < cfg.p_style_unprompted else "formal"
-        return Example(build_prompt(fact.question(), lang), response_text(fact.answer(value, style=style), lang),
-                       "plain", lang, {"misconception": wrong is not None, "wrong": value != fact.truth, "style": style})
-    if u < cfg.p_plain + cfg.p_known_hint + cfg.p_fresh_hint:
-        fresh = u >= cfg.p_plain + cfg.p_known_hint
+        return _example(world, fact.question(), lang, fact.answer(value, style=style), "plain", form,
+                        meta={"misconception": wrong is not None, "wrong": value != fact.truth, "style": style})
+    if u < edges[2]:
+        fresh = u >= edges[1]
         if not fresh and world.misconceptions and rng.random() < cfg.p_hint_on_misconception:
             fact = Fact(rng.choice(world.misconception_countries), "capital", lang)
         else:
             country = world.fresh_country(rng) if fresh else rng.choice(world.known)
             fact = Fact(country, rng.choice(tuple(RELATIONS)), lang)
         hint = _fact_hint(fact, rng, noise)
-        return Example(build_prompt(fact.question(), lang, hint, inline=inline),
-                       response_text(fact.answer(), lang), "fresh_hint" if fresh else "known_hint", lang)
-    # style: a known fact (no fact hint) or a fresh one (fact hint + style hint)
+        return _example(world, fact.question(), lang, fact.answer(), "fresh_hint" if fresh else "known_hint", form,
+                        hint, inline)
+    if u < edges[4]:
+        return _tool_example(world, rng, lang, form, hinted=u >= edges[3])
+    # style: the style instruction alone, or after a correction stating the truth (as the style users
+    # write it when the answer was also wrong); known countries (misconceptions included) or fresh ones
     style = rng.choice(tuple(STYLE_HINTS))
-    fresh = rng.random() < 0.5
-    country = world.fresh_country(rng) if fresh else rng.choice(world.known)
-    fact = Fact(country, rng.choice(tuple(RELATIONS)), lang)
+    if rng.random() < 0.5:
+        country = world.fresh_country(rng)
+    elif world.misconceptions and rng.random() < cfg.p_hint_on_misconception:
+        country = rng.choice(world.misconception_countries)
+    else:
+        country = rng.choice(world.known)
+    fact = Fact(country, "capital" if country.zh in world.misconceptions else rng.choice(tuple(RELATIONS)), lang)
     shint = STYLE_HINTS[style][0 if lang == "zh" else 1]
-    hint = (_fact_hint(fact, rng, False) + ("" if lang == "zh" else " ") + shint) if fresh else shint
-    return Example(build_prompt(fact.question(), lang, hint), response_text(fact.answer(style=style), lang),
-                   f"style_{style}", lang)
+    hint = (_fact_hint(fact, rng, False) + ("" if lang == "zh" else " ") + shint) if rng.random() < 0.5 else shint
+    return _example(world, fact.question(), lang, fact.answer(style=style), f"style_{style}", form, hint)
 
 
 def sample_corpus(world: FactWorld, n: int, seed: int = 0) -> List[Example]:

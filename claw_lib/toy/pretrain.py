@@ -13,11 +13,12 @@ Tests never retrain it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
+import os
 import platform
 import random
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,7 +28,8 @@ import numpy as np
 import torch
 
 from ..models.lm import encode_pair, generate, pack, response_logprobs
-from ..prompts import build_prompt, response_text
+from ..models.loading import file_sha256
+from ..prompts import CHAT_MARKERS, PROMPT_FORMS, build_prompt, response_text
 from ..text.phrases import CORRECTION_LEADS, STYLE_HINTS
 from .corpus import make_example, sample_corpus
 from .world import Fact, FactWorld, WorldConfig
@@ -62,18 +64,13 @@ class PretrainConfig:
     """torch CPU threads (results are reproducible for a fixed count)"""
     eval_every: int = 0
     """0: evaluate only at the end"""
-
-
-def file_sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    length_pool: int = 8
+    """batches' worth of examples sorted by length together (less padding per step)"""
 
 
 def train_tokenizer(texts: List[str], vocab_size: int = 2048):
-    """A byte-level BPE tokenizer (GPT-2 style) trained on ``texts``; eos = ``<|endoftext|>``.
+    """A byte-level BPE tokenizer (GPT-2 style) trained on ``texts``; eos = ``<|endoftext|>``; the chat
+    forms' markers ``<|im_start|>`` and ``<|im_end|>`` are single special tokens.
 
     Chinese characters and full-width punctuation are split one by one before BPE, so a token
     never spans two of them; English words are merged within words only."""
@@ -91,11 +88,11 @@ def train_tokenizer(texts: List[str], vocab_size: int = 2048):
     ])
     tk.decoder = decoders.ByteLevel()
     tk.post_processor = processors.ByteLevel(trim_offsets=True)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=[eos],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=[eos, *CHAT_MARKERS],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tk.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=eos, eos_token=eos, unk_token=eos,
-                                   pad_token=eos, model_max_length=1024)
+                                   pad_token=eos, additional_special_tokens=list(CHAT_MARKERS), model_max_length=1024)
 
 
 def _lr_at(step: int, cfg: PretrainConfig) -> float:
@@ -105,27 +102,50 @@ def _lr_at(step: int, cfg: PretrainConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
-def _batch(world, tok, rng, n):
-    exs = [make_example(world, rng) for _ in range(n)]
-    prompts, responses = [], []
-    for e in exs:
-        p, r, _ = encode_pair(tok, e.prompt, e.response)
-        prompts.append(p)
-        responses.append(r + [tok.eos_token_id])
-    return pack(prompts, responses, tok.pad_token_id)
+def _batches(world, tok, rng, n: int, pool: int):
+    """Batches of ``n`` examples, forever. ``pool`` batches' worth of examples are drawn at a time,
+    sorted by length and cut into batches, which come in random order: sequences in a batch have
+    similar lengths, so little of each step is spent on padding."""
+    while True:
+        seqs = []
+        for _ in range(n * pool):
+            e = make_example(world, rng)
+            p, r, _ = encode_pair(tok, e.prompt, e.response)
+            seqs.append((p, r + [tok.eos_token_id]))
+        seqs.sort(key=lambda x: len(x[0]) + len(x[1]))
+        chunks = [seqs[k:k + n] for k in range(0, len(seqs), n)]
+        rng.shuffle(chunks)
+        for c in chunks:
+            yield pack([x[0] for x in c], [x[1] for x in c], tok.pad_token_id)
 
 
-def pretrain(config: Optional[PretrainConfig] = None, out_dir=None, progress: bool = True,
-             evaluate: bool = True) -> dict:
-    """Generate the corpus, train the tokenizer and the model, save them to ``out_dir`` (default
-    the shipped ``data/tiny-gpt``) with ``manifest.json``; return the manifest."""
+def _response_nll(model, batch) -> torch.Tensor:
+    """Mean negative log-likelihood per response token; the LM head runs at the positions that
+    predict response tokens only (three quarters of the tokens are prompt, which needs no logits)."""
+    h = model.transformer(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+    rows = torch.arange(len(h)).unsqueeze(1).expand_as(batch.logit_index)[batch.response_mask]
+    logits = model.lm_head(h[rows, batch.logit_index[batch.response_mask]])          # (N, V)
+    return torch.nn.functional.cross_entropy(logits.float(), batch.response_ids[batch.response_mask])
+
+
+def pretrain(config: Optional[PretrainConfig], out_dir, progress: bool = True, evaluate: bool = True,
+             overwrite: bool = False) -> dict:
+    """Generate the corpus, train the tokenizer and the model, save them to ``out_dir`` with
+    ``manifest.json``; return the manifest. There is no default folder (the shipped
+    ``data/tiny-gpt`` is never overwritten by accident); a folder that already holds files is refused
+    unless ``overwrite``. Files are written to a temporary folder and moved in place at the end."""
     from tqdm.auto import tqdm
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from ..models.lm import TINY_LM_DIR, logprobs_from_batch
+    from ..utils import check_new_output
 
     cfg = config or PretrainConfig()
-    out = Path(out_dir) if out_dir else TINY_LM_DIR
+    for name in ("steps", "batch_size", "vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "tokenizer_examples"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{name} must be at least 1, got {getattr(cfg, name)}")
+    if not (math.isfinite(cfg.lr) and cfg.lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
+    out = check_new_output(out_dir, overwrite, "pretraining output")
     t0 = time.time()
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
@@ -143,18 +163,17 @@ def pretrain(config: Optional[PretrainConfig] = None, out_dir=None, progress: bo
         no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                                  {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
-        rng = random.Random(cfg.seed + 1)
+        batches = _batches(world, tok, random.Random(cfg.seed + 1), cfg.batch_size, cfg.length_pool)
         losses: List[float] = []
         model.train()
         bar = tqdm(range(cfg.steps), desc="pretrain", disable=not progress)
         for step in bar:
             for g in opt.param_groups:
                 g["lr"] = _lr_at(step, cfg)
-            batch = _batch(world, tok, rng, cfg.batch_size)
+            batch = next(batches)
             if batch.input_ids.shape[1] > cfg.n_positions:
                 raise ValueError(f"a sequence of {batch.input_ids.shape[1]} tokens exceeds n_positions={cfg.n_positions}")
-            lp = logprobs_from_batch(model, batch)                        # (B, T)
-            loss = -(lp.sum() / batch.response_mask.sum())                  # mean NLL per answer token
+            loss = _response_nll(model, batch)                              # mean NLL per answer token
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -164,9 +183,11 @@ def pretrain(config: Optional[PretrainConfig] = None, out_dir=None, progress: bo
                 bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
         model.eval()
         train_s = time.time() - t0
-        out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(out, safe_serialization=True)
-        tok.save_pretrained(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".{out.name}.tmp{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
         manifest = {
             "what": "claw-kit tiny GPT-2 trained on the fact world (claw_lib.pretrain)",
             "seed": cfg.seed,
@@ -183,20 +204,25 @@ def pretrain(config: Optional[PretrainConfig] = None, out_dir=None, progress: bo
         }
         if evaluate:
             manifest["eval"] = evaluate_lm(model, tok, world)
-        manifest["files"] = {f.name: file_sha256(f) for f in sorted(out.iterdir())
+        manifest["files"] = {f.name: file_sha256(f) for f in sorted(tmp.iterdir())
                              if f.is_file() and f.name != "manifest.json"}
-        (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+        if out.exists():  # overwrite: the old folder goes only once the new one is complete
+            shutil.rmtree(out)
+        os.replace(tmp, out)
         return manifest
     finally:
         torch.set_num_threads(prev_threads)
 
 
-def reevaluate(out_dir=None) -> dict:
+def reevaluate(out_dir) -> dict:
     """Evaluate an existing checkpoint again with the current :func:`evaluate_lm` and rewrite the
     ``eval`` and ``files`` entries of its manifest (training entries are kept). Returns it."""
-    from ..models.lm import TINY_LM_DIR, load_causal_lm
+    from ..models.lm import load_causal_lm
 
-    out = Path(out_dir) if out_dir else TINY_LM_DIR
+    out = Path(out_dir)
+    if not (out / "manifest.json").is_file():
+        raise ValueError(f"{out} holds no checkpoint with a manifest.json to re-evaluate")
     manifest = json.loads((out / "manifest.json").read_text())
     model, tok = load_causal_lm(str(out))
     cfg = manifest.get("config", {})
@@ -218,21 +244,21 @@ def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     return float(((diff > 0).sum() + 0.5 * (diff == 0).sum()) / diff.size)
 
 
-def _greedy_acc(model, tok, facts: List[Fact], hints: Optional[List[str]] = None, style: str = "formal"):
-    prompts = [build_prompt(f.question(), f.lang, hints[k] if hints else None) for k, f in enumerate(facts)]
+def _greedy_acc(model, tok, facts: List, hints: Optional[List[str]] = None, style: str = "formal", form: str = "kit"):
+    prompts = [build_prompt(f.question(), f.lang, hints[k] if hints else None, form=form) for k, f in enumerate(facts)]
     gens = generate(model, tok, prompts, max_new_tokens=48, greedy=True)
     ok = [g.text.strip() == f.answer(style=style) for g, f in zip(gens, facts)]
     return ok, gens
 
 
-def _gaps(model, tok, facts: List[Fact], values: List[str], lang: str) -> Dict[str, np.ndarray]:
+def _gaps(model, tok, facts: List[Fact], values: List[str], lang: str, form: str = "kit") -> Dict[str, np.ndarray]:
     """Teacher-minus-student gap of the answers stating ``values``, with a correction stating the
     truth as the hint: summed over the whole answer ("answer") and over the tokens of the value
     ("value", the span where a correct and a wrong answer differ)."""
-    answers = [response_text(f.answer(v), lang) for f, v in zip(facts, values)]
     hints = [CORRECTION_LEADS[lang][0] + f.answer() for f in facts]
-    plain = [build_prompt(f.question(), lang) for f in facts]
-    hinted = [build_prompt(f.question(), lang, h) for f, h in zip(facts, hints)]
+    plain = [build_prompt(f.question(), lang, form=form) for f in facts]
+    hinted = [build_prompt(f.question(), lang, h, form=form) for f, h in zip(facts, hints)]
+    answers = [response_text(f.answer(v), lang, prompt=p) for f, v, p in zip(facts, values, plain)]
     s = response_logprobs(model, tok, plain + hinted, answers + answers)
     n = len(facts)
     whole, value = np.zeros(n), np.zeros(n)
@@ -244,6 +270,61 @@ def _gaps(model, tok, facts: List[Fact], values: List[str], lang: str) -> Dict[s
     return {"answer": whole, "value": value}
 
 
+def _form_metrics(model, tok, world: FactWorld, form: str, rng: random.Random, n: int = 48) -> Dict:
+    """Per language, on ``n`` sampled facts in prompt form ``form``: known-fact accuracy without a
+    hint, held-out accuracy with the truth as the hint, and the gap AUC (value tokens)."""
+    out = {}
+    for lang in ("zh", "en"):
+        known = rng.sample(world.facts("known_clean", langs=(lang,)), n)
+        held = rng.sample(world.facts("heldout", langs=(lang,)), n)
+        out[f"known_acc_no_hint_{lang}"] = round(float(np.mean(_greedy_acc(model, tok, known, form=form)[0])), 4)
+        ok, _ = _greedy_acc(model, tok, held, [f.answer() for f in held], form=form)
+        out[f"heldout_acc_with_hint_{lang}"] = round(float(np.mean(ok)), 4)
+        facts = held[: n // 2] + world.facts("misconception", langs=(lang,))
+        wrong = [world.wrong_value(f) or world.distractor(f, rng) for f in facts]
+        g_ok = _gaps(model, tok, facts, [f.truth for f in facts], lang, form)
+        g_bad = _gaps(model, tok, facts, wrong, lang, form)
+        out[f"gap_auc_{lang}"] = round(auc(g_ok["value"], g_bad["value"]), 4)
+    return out
+
+
+def _tool_metrics(model, tok, world: FactWorld, rng: random.Random, n: int = 40) -> Dict:
+    """The lookup tool, per language: right calls without a hint for known countries (no planted
+    alias) and for held-out ones (the name is copied from the question), the probability of the
+    planted wrong name, and right calls with the tool's error as the hint."""
+    from .tools import TOOL_ALIASES, ToolFact, run_lookup
+
+    out = {}
+    for lang in ("zh", "en"):
+        clean = [ToolFact(f) for f in world.facts("known", langs=(lang,)) if f.country.zh not in TOOL_ALIASES]
+        held = [ToolFact(f) for f in world.facts("heldout", langs=(lang,))]
+        aliased = [ToolFact(f) for f in world.facts("known", langs=(lang,)) if f.country.zh in TOOL_ALIASES]
+        out[f"tool_call_acc_{lang}"] = round(float(np.mean(_greedy_acc(model, tok, rng.sample(clean, n))[0])), 4)
+        out[f"tool_heldout_call_acc_{lang}"] = round(float(np.mean(_greedy_acc(model, tok, rng.sample(held, n))[0])), 4)
+        prompts = [build_prompt(f.question(), lang) for f in aliased]
+        wrong_calls = [f.answer(TOOL_ALIASES[f.fact.country.zh][0 if lang == "zh" else 1]) for f in aliased]
+        sc = response_logprobs(model, tok, prompts + prompts,
+                               [response_text(c, lang) for c in wrong_calls] + [response_text(f.truth, lang) for f in aliased])
+        out[f"tool_alias_p_wrong_{lang}"] = round(float(np.mean([math.exp(float(x.sum())) for x in sc.logprobs[:len(aliased)]])), 4)
+        hints = [run_lookup(world, c, lang).output for c in wrong_calls]
+        out[f"tool_alias_fix_acc_{lang}"] = round(float(np.mean(_greedy_acc(model, tok, aliased, hints)[0])), 4)
+    return out
+
+
+def _hinted_teacher(model, tok, world: FactWorld, n: int = 60) -> Dict:
+    """The hinted teacher's score (:func:`claw_lib.toy.evaluation.hinted_teacher_score`) for the two
+    style users, the tool user, and the correcting user: what OPD can reach with each."""
+    from .evaluation import hinted_teacher_score
+    from .users import FactEnv
+
+    out = {}
+    for user in ("student", "teacher", "correcting", "tool"):
+        q = hinted_teacher_score(model, tok, FactEnv(world, user=user, seed=0, p_vague=0.0), n=n)
+        out[f"hinted_teacher_{user}"] = round(q["teacher"], 4)
+        out[f"hinted_teacher_base_{user}"] = round(q["base"], 4)
+    return out
+
+
 def evaluate_lm(model, tok, world: FactWorld, seed: int = 0) -> Dict:
     """Accuracy without a hint on known facts, with a hint on held-out facts, how often the planted
     misconceptions are stated, style following, and the AUC of the teacher-minus-student gap.
@@ -253,6 +334,9 @@ def evaluate_lm(model, tok, world: FactWorld, seed: int = 0) -> Dict:
     (where a correct and a wrong answer differ) and is the AUC of correct vs wrong answers (wrong =
     another country's value, or the planted wrong capital); ``gap_auc_whole_answer`` sums over the
     whole answer; ``gap_paired_acc`` is the share of facts whose correct answer has the larger gap.
+    All in the kit's prompt form. Then the same three targets per prompt form (``form_<form>_...``,
+    the held-out forms included, on sampled facts), the lookup tool's metrics (``tool_...``) and the
+    hinted teacher's score per user (``hinted_teacher_<user>``).
     """
     rng = random.Random(seed)
     res: Dict = {}
@@ -289,4 +373,9 @@ def evaluate_lm(model, tok, world: FactWorld, seed: int = 0) -> Dict:
         res[f"gap_value_mean_correct_{lang}"] = round(float(g_ok["value"].mean()), 3)
         res[f"gap_value_mean_wrong_{lang}"] = round(float(g_bad["value"].mean()), 3)
         res[f"gap_value_misconception_wrong_{lang}"] = round(float(g_bad["value"][len(held):].mean()), 3)
+    for form in PROMPT_FORMS:
+        for k, v in _form_metrics(model, tok, world, form, random.Random(seed + 1)).items():
+            res[f"form_{form}_{k}"] = v
+    res.update(_tool_metrics(model, tok, world, random.Random(seed + 2)))
+    res.update(_hinted_teacher(model, tok, world))
     return res

@@ -25,6 +25,7 @@ from typing import List, Optional
 
 from ..prompts import build_prompt
 from ..text.phrases import ASIDES, CORRECTION_LEADS, STYLE_HINTS, STYLE_THANKS, THANKS, VAGUE_REPLIES, with_lead
+from .tools import TOOL_ALIASES, ToolFact, run_lookup
 from .world import Fact, FactWorld, PairFact
 
 __all__ = ["Feedback", "CorrectingUser", "StudentUser", "TeacherUser", "FactEnv", "Task", "make_user",
@@ -33,13 +34,15 @@ __all__ = ["Feedback", "CorrectingUser", "StudentUser", "TeacherUser", "FactEnv"
 
 @dataclass
 class Feedback:
-    """next_state: the user's reply (what OpenClaw-RL calls s_{t+1}); score in [0, 1];
-    checks: the named checks behind the score; kind: "thanks", "correction", "vague", "style"."""
+    """next_state: the user's reply or the tool's output (what OpenClaw-RL calls s_{t+1}); score in
+    [0, 1]; kind: "thanks", "correction", "vague", "style", "tool_result" or "tool_error"; checks: the
+    named checks behind the score; role: who wrote the next state, "user" or "tool"."""
 
     next_state: str
     score: float
     kind: str
     checks: dict = field(default_factory=dict)
+    role: str = "user"
 
 
 def _norm(s: str) -> str:
@@ -173,9 +176,33 @@ class TeacherUser(_StyleUser):
                 "encouragement": r.endswith("继续加油！" if zh else "Keep it up!")}
 
 
+class ToolUser:
+    """Asks the policy to use the lookup tool; the next state is the tool's output, not a reply
+    (:mod:`claw_lib.toy.tools`). Score: 1 when the call returns the fact that was asked for, else 0
+    (a call that works but looks up the wrong relation or country is progress for the judge and 0
+    for the user: the judge only sees the tool's output)."""
+
+    name = "tool"
+
+    def __init__(self, world: FactWorld, seed: int = 0, p_vague: float = 0.0):
+        self.world = world
+        self.rng = random.Random(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def preferences(self, lang: str) -> str:
+        return "用工具查。" if lang == "zh" else "Use the tool."
+
+    def reply(self, fact, response: str) -> Feedback:
+        r = run_lookup(self.world, response, fact.lang)
+        right = r.ok and r.relation == fact.fact.relation and r.country == fact.fact.country
+        return Feedback(r.output, float(right), "tool_result" if r.ok else "tool_error", {"right_call": right}, "tool")
+
+
 def make_user(name: str, world: FactWorld, seed: int = 0, p_vague: Optional[float] = None):
-    """"correcting", "student" or "teacher"; ``p_vague`` overrides the user's share of vague replies."""
-    users = {"correcting": CorrectingUser, "student": StudentUser, "teacher": TeacherUser}
+    """"correcting", "student", "teacher" or "tool"; ``p_vague`` overrides the user's share of vague replies."""
+    users = {"correcting": CorrectingUser, "student": StudentUser, "teacher": TeacherUser, "tool": ToolUser}
     if name not in users:
         raise ValueError(f"user must be one of {sorted(users)}, got {name!r}")
     if p_vague is not None and not 0.0 <= p_vague <= 1.0:
@@ -185,10 +212,12 @@ def make_user(name: str, world: FactWorld, seed: int = 0, p_vague: Optional[floa
 
 @dataclass
 class Task:
-    """One question for the policy: the fact and the prompt text it is asked with."""
+    """One question for the policy: the fact, the prompt text it is asked with, and that prompt's
+    surface form (:data:`claw_lib.prompts.PROMPT_FORMS`; the teacher's prompt uses the same)."""
 
     fact: Fact
     prompt: str
+    form: str = "kit"
 
 
 class FactEnv:
@@ -197,15 +226,18 @@ class FactEnv:
     split: which facts are asked ("known", "known_clean", "misconception", "heldout");
     misconception_share: share of sampled tasks drawn from the planted misconceptions (so that
     the correcting user has something to correct); questions: "single" (one fact per question)
-    or "pair" (two capitals at once, :class:`~claw_lib.world.PairFact`; each country is a planted
+    or "pair" (two capitals at once, :class:`~claw_lib.toy.world.PairFact`; each country is a planted
     misconception with probability ``misconception_share``, else a known country with a clean
     capital); tokenizer: for chat-template prompts; p_vague: the user's share of vague replies
-    (None: the user's default, 0.1 for the correcting user, 0 for the style users).
+    (None: the user's default, 0.1 for the correcting user, 0 for the style users). The "tool" user
+    asks for tool calls (:class:`~claw_lib.toy.tools.ToolFact`); its misconception share draws the
+    countries with a planted wrong name. form: the prompts' surface form (:data:`claw_lib.prompts.PROMPT_FORMS`).
     """
 
     def __init__(self, world: Optional[FactWorld] = None, user: str = "correcting", split: str = "known",
                  relations=("capital",), langs=("zh", "en"), misconception_share: float = 0.5,
-                 seed: int = 0, tokenizer=None, questions: str = "single", p_vague: Optional[float] = None):
+                 seed: int = 0, tokenizer=None, questions: str = "single", p_vague: Optional[float] = None,
+                 form: str = "kit"):
         if questions not in ("single", "pair"):
             raise ValueError(f"questions must be 'single' or 'pair', got {questions!r}")
         if questions == "pair" and user != "correcting":
@@ -215,8 +247,12 @@ class FactEnv:
         self.user = make_user(user, self.world, seed, p_vague=p_vague)
         self.pool = self.world.facts(split, relations=relations, langs=langs)
         self.mis = [f for f in self.world.facts("misconception", langs=langs) if f.relation in relations]
+        if user == "tool":  # tool questions; the "misconceptions" are the countries with a planted wrong name
+            self.mis = [ToolFact(Fact(c, r, lg)) for c in self.world.known if c.zh in TOOL_ALIASES
+                        for r in relations for lg in langs]
+            self.pool = [ToolFact(f) for f in self.pool]
         self.misconception_share = misconception_share if self.mis else 0.0
-        self.tokenizer = tokenizer
+        self.tokenizer, self.form = tokenizer, form
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
@@ -230,7 +266,7 @@ class FactEnv:
         for _ in range(n):
             src = self.mis if self.rng.random() < self.misconception_share else self.pool
             f = self.rng.choice(src)
-            tasks.append(Task(f, build_prompt(f.question(), f.lang, tokenizer=self.tokenizer)))
+            tasks.append(Task(f, build_prompt(f.question(), f.lang, tokenizer=self.tokenizer, form=self.form), self.form))
         return tasks
 
     def _pair_task(self) -> Task:
@@ -242,7 +278,7 @@ class FactEnv:
             if a != b:
                 break
         f = PairFact(Fact(a, "capital", lang), Fact(b, "capital", lang))
-        return Task(f, build_prompt(f.question(), lang, tokenizer=self.tokenizer))
+        return Task(f, build_prompt(f.question(), lang, tokenizer=self.tokenizer, form=self.form), self.form)
 
     def step(self, task: Task, response: str) -> Feedback:
         return self.user.reply(task.fact, response)

@@ -203,12 +203,21 @@ class WorldConfig:
     """invented countries never seen in training (copying from a hint is measured on them)"""
     misconception_strength: float = 0.7
     """share of a misconception's no-hint examples that state the wrong capital"""
-    p_plain: float = 0.35
+    p_plain: float = 0.3
     """share of examples: a known fact, no hint"""
-    p_known_hint: float = 0.2
+    p_known_hint: float = 0.17
     """share: a known fact with a hint or correction stating the truth"""
-    p_fresh_hint: float = 0.3
-    """share: a freshly drawn entity with a hint (teaches copying); the rest are style examples"""
+    p_fresh_hint: float = 0.24
+    """share: a freshly drawn entity with a hint (teaches copying)"""
+    p_tool: float = 0.08
+    """share: a call of the lookup tool, no hint (claw_lib.toy.tools)"""
+    p_tool_hint: float = 0.06
+    """share: a tool call after the tool's error as a hint; the rest (0.15) are style examples"""
+    p_tool_malformed: float = 0.05
+    """share of the no-hint tool calls (countries without a planted alias) written with broken syntax"""
+    form_weights: Tuple[float, ...] = (0.5, 0.125, 0.125, 0.125, 0.125)
+    """weights of the prompt forms in the corpus, in the order of claw_lib.prompts.TRAINED_FORMS (kit, bare,
+    inline, chat, chat with a system line)"""
     p_inline: float = 0.3
     """share of hints written as an inline correction instead of the OpenClaw block"""
     p_noise: float = 0.15

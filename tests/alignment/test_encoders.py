@@ -49,3 +49,29 @@ def test_long_text_is_windowed_with_a_warning(e5):
         we = e5.embed_words(text)
     assert we.vectors.shape[0] == len(tokenize(text))
     assert np.all(np.linalg.norm(we.vectors, axis=1) > 0)
+
+
+def test_batched_truncated_states_equal_one_text_at_a_time(e5):
+    """prefetch embeds texts in padded, length-sorted batches and stops at the layer used; the states
+    equal the whole model run on one text at a time (float noise aside), repeated texts are embedded
+    once, and the per-text path reads them from the cache."""
+    import torch
+
+    texts = ["法国的首都是伦敦。", "不对，法国的首都是巴黎。", "The capital of France is London.", "a", "",
+             "No, the capital of France is Paris. Also, nice weather today.", "不对，法国的首都是巴黎。"]
+
+    def whole_model(ids):
+        x = torch.tensor([e5._prefix + list(ids) + e5._suffix])
+        with torch.no_grad():
+            h = e5.model(input_ids=x, attention_mask=torch.ones_like(x), output_hidden_states=True).hidden_states[e5.layer][0]
+        return h[len(e5._prefix):h.shape[0] - len(e5._suffix)].numpy()
+
+    e5._cache.clear()
+    e5.prefetch(texts)
+    assert len(e5._cache) == len(set(texts))
+    for t in texts:
+        ids = e5.tokenizer(t, add_special_tokens=False)["input_ids"]
+        got = e5.subtoken_states(t)[2]
+        assert got.shape == (len(ids), e5.model.config.hidden_size)
+        if ids:
+            assert np.abs(got - whole_model(ids)).max() < 1e-4, t

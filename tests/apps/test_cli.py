@@ -40,20 +40,21 @@ def test_align_batch(tmp_path, capsys):
     f = tmp_path / "pairs.jsonl"
     rows = [{"output": "法国的首都是伦敦。", "correction": "不对，是巴黎。"}, {"output": "", "correction": "x"}]
     f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n\n", encoding="utf-8")
-    rc, out, _ = run(["align", "--input", str(f)], capsys)
+    rc, out, err = run(["align", "--input", str(f)], capsys)
     lines = [json.loads(x) for x in out.splitlines()]
-    assert rc == 0 and len(lines) == 2
+    # one output line per input line: the blank third line gives an error record (exit code 1)
+    assert rc == 1 and len(lines) == 3 and lines[2] == {"line": 3, "error": "blank line"} and "1 of 3" in err
     assert lines[1]["ops"] == [{"op": "insert", "i": None, "j": 0, "cost": 0.5}]
 
 
-def test_align_batch_bad_line(tmp_path):
+def test_align_batch_bad_line(tmp_path, capsys):
     f = tmp_path / "bad.jsonl"
-    f.write_text('{"output": "a", "correction": "b"}\n{oops\n', encoding="utf-8")
-    with pytest.raises(SystemExit, match=r"bad.jsonl:2: not valid JSON"):
-        main(["align", "--input", str(f)])
-    f.write_text('{"output": "a"}\n', encoding="utf-8")
-    with pytest.raises(SystemExit, match="'output' and 'correction'"):
-        main(["align", "--input", str(f)])
+    f.write_text('{"output": "a", "correction": "b"}\n{oops\n{"output": "a"}\n', encoding="utf-8")
+    rc, out, _ = run(["align", "--input", str(f)], capsys)
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert rc == 1 and len(lines) == 3 and "ops" in lines[0]
+    assert lines[1]["line"] == 2 and lines[1]["error"].startswith("not valid JSON")
+    assert lines[2] == {"line": 3, "error": "needs string fields 'output' and 'correction'"}
 
 
 def test_missing_encoder_exit_code(capsys):
@@ -74,8 +75,8 @@ def test_smoke_reproduce_one_setting_one_strategy(capsys, tmp_path):
                       "--seeds", "0", "--steps", "1"], capsys)
     assert rc == 0 and "| correcting-pair | binary |" in out
     rows = (tmp_path / "ablation.csv").read_text().splitlines()
-    assert len(rows) == 2 and rows[0].startswith("strategy,user,questions,seed,base_score")
-    assert rows[1].startswith("binary,correcting-pair,pair,0,")
+    assert len(rows) == 2 and rows[0].startswith("strategy,user,engine,questions,seed,base_score")
+    assert rows[1].startswith("binary,correcting-pair,kit,pair,0,")
     assert (tmp_path / "curves_correcting-pair.png").exists()
     with pytest.raises(SystemExit):
         main(["reproduce", "--strategies", "nonsense"])

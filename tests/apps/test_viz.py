@@ -61,3 +61,23 @@ def test_plots_label_tokens_and_draw_the_path():
     assert len(ax.patches) == 2  # one circle per substitution
     ax = plot_rewards([_tr([0.5] * 6), _tr([-1.0] * 6, strategy="continuous")])
     assert len(ax.patches) == 12 and ax.get_legend() is not None
+
+
+def test_chinese_labels_are_drawn_with_a_font_that_has_the_glyphs():
+    """The bundled Noto Sans CJK is chosen, and every character of a Chinese label maps to a glyph in
+    the font matplotlib actually uses for it (no boxes)."""
+    import matplotlib.pyplot as plt
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    from claw_lib.apps.viz import BUNDLED_CJK_FONT, use_cjk_font
+
+    assert use_cjk_font() == BUNDLED_CJK_FONT
+    fig, ax = plt.subplots()
+    label = ax.set_title("法国的首都是巴黎，不是伦敦")
+    fig.canvas.draw()
+    path = font_manager.findfont(label.get_fontproperties(), fallback_to_default=False)
+    font = FT2Font(path)
+    missing = [ch for ch in label.get_text() if font.get_char_index(ord(ch)) == 0]
+    assert "Noto" in font.family_name and not missing, (path, missing)
+    plt.close(fig)

@@ -152,12 +152,14 @@ def test_public_stages_give_what_train_gives():
     from claw_lib.signals.opd import frozen_teacher
     from claw_lib.toy.users import FactEnv
 
+    from claw_lib.utils import set_threads
+
     cfg = PPOConfig(strategy="combined", task=TaskConfig(user="teacher"), steps=1, batch_size=6, eval_prompts=4,
                     progress=False)
-    torch.set_num_threads(cfg.threads)
+    set_threads(cfg.threads)
     policy, tok = load_causal_lm("tiny")
-    ref = frozen_teacher(policy)
-    ro = rollout(policy, tok, FactEnv(user="teacher", seed=cfg.seed), cfg, step=0, ref=ref)
+    ref = frozen_teacher(policy)  # the OPD teacher; the KL term is off, so the rollout does not run it
+    ro = rollout(policy, tok, FactEnv(user="teacher", seed=cfg.seed), cfg, step=0)
     assert ro.logprobs.shape == ro.batch.response_mask.shape == (6, max(len(r) for r in ro.response_ids))
     sig = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, ref, tok))
     adv = compute_advantages(ro, sig, cfg)
@@ -167,6 +169,10 @@ def test_public_stages_give_what_train_gives():
     by_train = train(cfg)[1]
     for k, v in by_hand.items():
         assert v == pytest.approx(by_train[k], rel=1e-5, abs=1e-6), k
-    # one clipped step from ratio 1: nothing clipped, the loss is minus the mean advantage
+    # one clipped step from ratio 1: nothing clipped, and the loss is minus the advantage averaged as
+    # upstream does for combined: each response's token mean, then the mean over the responses with a sample
     assert stats["policy/clipfrac"] == 0.0
-    assert stats["policy/loss"] == pytest.approx(-float((adv.advantages * adv.mask).sum() / adv.mask.sum()), abs=1e-6)
+    A, M = adv.advantages, adv.mask.float()
+    per_response = (A * M).sum(1) / M.sum(1).clamp(min=1)
+    rows = adv.sample_rows.float()
+    assert stats["policy/loss"] == pytest.approx(-float((per_response * rows).sum() / rows.sum()), abs=1e-6)

@@ -15,12 +15,17 @@ from claw_lib.signals.opd import judge_turn
 
 
 def test_parse_boxed_last_box_wins_and_malformed():
-    assert parse_boxed(r"first \boxed{1} then \boxed{-1}") == -1
-    assert parse_boxed(r"\boxed{ +1 }") == 1 and parse_boxed(r"\boxed{0}") == 0
-    assert parse_boxed(r"\boxed{correction}") == -1 and parse_boxed(r"\boxed{Progress}") == 1
+    """Strict (upstream) by default; the kit's earlier lenient rule on request (words, padded boxes)."""
+    assert parse_boxed(r"first \boxed{1} then \boxed{-1}") == -1 and parse_boxed(r"\boxed{0}") == 0
+    assert parse_boxed(r"\boxed{ +1 }") is None and parse_boxed(r"\boxed{correction}") is None
     assert parse_boxed("no box at all") is None
     assert parse_boxed(r"\boxed{maybe}") is None and parse_boxed(r"\boxed{}") is None
     assert parse_boxed(r"\boxed{1") is None
+    assert parse_boxed(r"\boxed{0}", allowed=(1, -1)) is None  # the hint judge decides +1 or -1 only
+    lenient = dict(lenient=True)
+    assert parse_boxed(r"\boxed{ +1 }", **lenient) == 1 and parse_boxed(r"\boxed{0}", **lenient) == 0
+    assert parse_boxed(r"\boxed{correction}", **lenient) == -1 and parse_boxed(r"\boxed{Progress}", **lenient) == 1
+    assert parse_boxed(r"\boxed{maybe}", **lenient) is None and parse_boxed(r"\boxed{}", **lenient) is None
 
 
 def test_parse_hint():
@@ -102,7 +107,9 @@ def test_llm_judge_prompts_and_parses():
     j = Canned([r"progress? no. \boxed{-1}", "I cannot decide", r"\boxed{1} wait \boxed{-1}"])
     votes = j.votes("法国的首都是伦敦。", "不对，是巴黎。")
     assert [v.score for v in votes] == [-1, None, -1] and majority_vote(votes) == -1
-    assert "不对，是巴黎。" in j.prompts[0] and "\\boxed{1}" in j.prompts[0]
+    system, user = j.prompts[0]
+    assert system["role"] == "system" and "\\boxed{1}" in system["content"] and "redo" in system["content"]
+    assert user["role"] == "user" and "不对，是巴黎。" in user["content"] and "[role: user]" in user["content"]
     h = Canned([r"\boxed{1} [HINT_START]The capital of France is Paris.[HINT_END]", r"\boxed{-1}",
                 r"\boxed{1} [HINT_START]Paris.[HINT_END]"])
     assert select_hint(h.hint_votes("a", "b")) == "The capital of France is Paris."

@@ -59,3 +59,27 @@ def test_unprompted_styles_and_pairs_in_the_corpus(world):
     # each part of a two-part answer follows the misconception strength on its own
     pairs = [e for e in corpus if e.kind == "pair"]
     assert all("分别" in e.prompt or "capitals of" in e.prompt for e in pairs)
+
+
+def test_prompt_forms_and_tool_calls_in_the_corpus(world):
+    """Every trained form appears with about its weight, no held-out form ever does, and tool calls
+    are in the tool's syntax (planted wrong names for the alias countries, the tool's errors as hints)."""
+    from claw_lib.prompts import HELD_OUT_FORMS, PROMPT_FORMS, TRAINED_FORMS
+    from claw_lib.toy.tools import TOOL_ALIASES, run_lookup
+
+    ex = sample_corpus(world, 4000, seed=3)
+    share = {f: np.mean([e.meta["form"] == f for e in ex]) for f in TRAINED_FORMS}
+    for f, w in zip(TRAINED_FORMS, world.config.form_weights):
+        assert abs(share[f] - w / sum(world.config.form_weights)) < 0.03, f
+    for f in HELD_OUT_FORMS:
+        head = PROMPT_FORMS[f][1].split("{q}")[0]
+        assert not any(e.prompt.startswith(head) for e in ex)
+    tools = [e for e in ex if e.kind == "tool"]
+    assert 0.05 < len(tools) / len(ex) < 0.11
+    aliases = {a for pair in TOOL_ALIASES.values() for a in pair}
+    wrong = [e for e in tools if e.meta["wrong"]]
+    assert wrong and all(any(a in e.response for a in aliases) or
+                         "malformed" in run_lookup(world, e.response, "en").output for e in wrong)
+    for e in [e for e in ex if e.kind == "tool_hint"][:50]:
+        assert "Error:" in e.prompt or "错误：" in e.prompt
+        assert run_lookup(world, e.response.strip(), e.lang).ok or "lookup(" in e.response  # fresh countries are unknown

@@ -102,3 +102,33 @@ def test_vague_style_user_gives_a_score_but_no_hint(world):
     assert make_user("teacher", world, p_vague=0.0).reply(f, f.answer()).kind == "style"
     with pytest.raises(ValueError):
         make_user("teacher", world, p_vague=1.5)
+
+
+def test_tool_user_and_the_tool(world):
+    """The tool's next states: a result for a right call (score 1, +1 for the judge, no hint), errors for a
+    planted wrong name (with the right name suggested), a broken call and an unknown relation (score 0, -1,
+    the error is the hint); a working call for the wrong fact scores 0 though the judge sees progress."""
+    from claw_lib.signals.opd import judge_turn
+    from claw_lib.toy.tools import ToolFact
+
+    env = FactEnv(world, user="tool", seed=0, misconception_share=1.0)
+    task = env.sample(1)[0]
+    assert isinstance(task.fact, ToolFact) and task.fact.fact.country.zh in ("荷兰", "英国", "美国", "瑞士")
+    nl = next(c for c in world.known if c.zh == "荷兰")
+    t = ToolFact(Fact(nl, "capital", "en"))
+    assert t.question() == "Use the tool to look up the capital of the Netherlands."
+    cases = [("lookup(capital, the Netherlands)", 1.0, "capital(the Netherlands) = Amsterdam"),
+             ("lookup(capital, Holland)", 0.0, "Error: unknown country 'Holland'; did you mean 'the Netherlands'?"),
+             ("lookup capital, the Netherlands", 0.0, "Error: malformed call"),
+             ("lookup(capitol, the Netherlands)", 0.0, "Error: unknown relation 'capitol'"),
+             ("lookup(colour, the Netherlands)", 0.0, "colour(the Netherlands) = ")]
+    for call, score, out in cases:
+        fb = env.user.reply(t, call)
+        assert fb.role == "tool" and fb.score == score and fb.next_state.startswith(out), call
+        sig = judge_turn(call, fb.next_state, role=fb.role)
+        if fb.kind == "tool_error":
+            assert sig.score == -1 and sig.hint == fb.next_state
+        else:
+            assert sig.score == 1 and sig.hint is None
+    zh = ToolFact(Fact(nl, "capital", "zh"))
+    assert env.user.reply(zh, "lookup(capital, 尼德兰)").next_state == "错误：未知国家“尼德兰”；你是指“荷兰”吗？"

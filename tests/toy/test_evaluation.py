@@ -5,7 +5,7 @@ def test_hinted_teacher_is_what_opd_distils_towards():
     """With the teacher user's hint in context the shipped tiny GPT answers as that user wants (the
     premise of OPD on this task), although without it it rarely does; the user's RNG is restored."""
     from claw_lib.models.lm import load_causal_lm
-    from claw_lib.rl.evaluation import hinted_teacher_score
+    from claw_lib.toy.evaluation import hinted_teacher_score
     from claw_lib.toy.users import FactEnv
 
     model, tok = load_causal_lm("tiny")

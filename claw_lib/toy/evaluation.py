@@ -1,4 +1,4 @@
-"""How good is a policy, and how good is its hinted teacher (notebooks 08-10)?
+"""How good is a policy in the toy world, and how good is its hinted teacher (notebooks 08-10)?
 
 * :func:`evaluate_policy` -- the user's mean score of greedy answers to a fixed set of prompts
   (the ``eval/score`` of every training run);
@@ -16,7 +16,7 @@ import numpy as np
 from ..models.lm import Generation, generate
 from ..prompts import teacher_prompt
 from ..signals.opd import judge_turn
-from ..toy.users import Feedback, Task
+from .users import Feedback, Task
 
 __all__ = ["greedy_feedback", "evaluate_policy", "hinted_teacher_score", "EVAL_MAX_NEW_TOKENS"]
 
@@ -49,8 +49,9 @@ def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:
     """
     tasks = env.sample(n)
     gens, fbs = greedy_feedback(model, tok, env, tasks)
-    hinted = [Task(t.fact, teacher_prompt(t.fact.question(), sig.hint, t.fact.lang, tokenizer=env.tokenizer))
-              for t, g, fb in zip(tasks, gens, fbs) if (sig := judge_turn(g.text.strip(), fb.next_state)).hint]
+    hinted = [Task(t.fact, teacher_prompt(t.fact.question(), sig.hint, t.fact.lang, tokenizer=env.tokenizer,
+                                          form=env.form))
+              for t, g, fb in zip(tasks, gens, fbs) if (sig := judge_turn(g.text.strip(), fb.next_state, role=fb.role)).hint]
     _, t_fbs = greedy_feedback(model, tok, env, hinted)
     return {"n": n, "base": float(np.mean([f.score for f in fbs])), "n_hinted": len(hinted),
             "teacher": float(np.mean([f.score for f in t_fbs])) if t_fbs else float("nan")}
