@@ -192,7 +192,7 @@ def quality_table(results: Dict[str, Dict], group: Optional[str] = None) -> str:
     "binary dev", "binary test", each a :func:`probe_metrics` result), columns = "all" and the
     values of ``group`` ("lang", "style" or "kind"); each cell "hit / precision / recall"."""
     vals = sorted({v for m in results.values() for v in m["groups"].get(group, {})}) if group else []
-    lines = ["| " + " | ".join(["", "all", *vals]) + " |", "|" + "---|" * (2 + len(vals))]
+    lines = ["| |" + "".join(f" {v} |" for v in ["all", *vals]), "|" + "---|" * (2 + len(vals))]
     for key, m in results.items():
         cells = [_cell(m)] + [_cell(m["groups"][group][v]) if v in m["groups"].get(group, {}) else "-" for v in vals]
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
