@@ -78,9 +78,10 @@ PROMPT_FORMS = {
                     "<|im_start|>assistant\n",
                     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n"
                     "<|im_start|>assistant\n"),
+    "roles": ("用户：{q}\n助手：", "User: {q}\nAssistant:"),
     "qa_words": ("问题：{q}\n回答：", "Question: {q}\nAnswer:"),
 }
-TRAINED_FORMS = ("kit", "bare", "inline", "chat", "chat_system")
+TRAINED_FORMS = ("kit", "bare", "inline", "chat", "chat_system", "roles")
 HELD_OUT_FORMS = ("qa_words",)
 #: the chat forms' markers (special tokens of the tiny GPT's tokenizer)
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>")

@@ -114,9 +114,11 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
         fresh = u >= edges[1]
         if not fresh and world.misconceptions and rng.random() < cfg.p_hint_on_misconception:
             fact = Fact(rng.choice(world.misconception_countries), "capital", lang)
+        elif fresh:
+            rel = "capital" if rng.random() < cfg.p_capital_in_fresh else rng.choice(tuple(RELATIONS))
+            fact = Fact(world.fresh_country(rng), rel, lang)
         else:
-            country = world.fresh_country(rng) if fresh else rng.choice(world.known)
-            fact = Fact(country, rng.choice(tuple(RELATIONS)), lang)
+            fact = Fact(rng.choice(world.known), rng.choice(tuple(RELATIONS)), lang)
         hint = _fact_hint(fact, rng, noise)
         return _example(world, fact.question(), lang, fact.answer(), "fresh_hint" if fresh else "known_hint", form,
                         hint, inline)

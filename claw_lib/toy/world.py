@@ -70,7 +70,8 @@ RELATIONS: Dict[str, Tuple[str, str, str, str]] = {
     "capital": ("{X}的首都是哪里？", "{X}的首都是{Y}。", "What is the capital of {X}?", "The capital of {X} is {Y}."),
     "colour": ("{X}的国旗是什么颜色？", "{X}的国旗是{Y}的。", "What colour is the flag of {X}?", "The flag of {X} is {Y}."),
     "animal": ("{X}的国兽是什么？", "{X}的国兽是{Y}。", "What is the national animal of {X}?", "The national animal of {X} is the {Y}."),
-    "provinces": ("{X}有几个省？", "{X}有{Y}个省。", "How many provinces does {X} have?", "{X} has {Y} provinces."),
+    "provinces": ("{X}有几个省？", "{X}有{Y}个省。", "How many provinces does {X} have?",
+                  "There are {Y} provinces in {X}."),
 }
 
 @dataclass(frozen=True)
@@ -213,11 +214,14 @@ class WorldConfig:
     """share: a call of the lookup tool, no hint (claw_lib.toy.tools)"""
     p_tool_hint: float = 0.06
     """share: a tool call after the tool's error as a hint; the rest (0.15) are style examples"""
+    p_capital_in_fresh: float = 0.55
+    """share of the fresh-entity hint examples that ask for the capital (copying an invented city name
+    is the hardest; colours, animals and numbers come from small sets)"""
     p_tool_malformed: float = 0.05
     """share of the no-hint tool calls (countries without a planted alias) written with broken syntax"""
-    form_weights: Tuple[float, ...] = (0.5, 0.125, 0.125, 0.125, 0.125)
+    form_weights: Tuple[float, ...] = (0.4, 0.12, 0.12, 0.12, 0.12, 0.12)
     """weights of the prompt forms in the corpus, in the order of claw_lib.prompts.TRAINED_FORMS (kit, bare,
-    inline, chat, chat with a system line)"""
+    inline, chat, chat with a system line, user/assistant roles)"""
     p_inline: float = 0.3
     """share of hints written as an inline correction instead of the OpenClaw block"""
     p_noise: float = 0.15
