@@ -255,8 +255,9 @@ class PPOConfig:
     """the per-token signal: one of PPO_STRATEGIES"""
     model: str = "tiny"
     """policy: "tiny" (the kit's checkpoint) or a Hugging Face causal LM name/path"""
-    device: str = "cpu"
-    """"cpu", "cuda", "cuda:N" or "auto\""""
+    device: str = "auto"
+    """"cpu", "cuda", "cuda:N" or "auto" (default: CUDA when torch sees a GPU, else the CPU; the run's tensors
+    follow the policy's device, tests/rl/test_device.py)"""
     seed: int = 0
     """seed of the prompts, the sampling and the initial value head"""
     steps: int = 16

@@ -467,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--next-state", required=True, help="the user's next message (or a tool's output: --role tool)")
     p.add_argument("--role", default="user", choices=["user", "tool"], help="who wrote the next state")
     p.add_argument("--model", default="tiny", help="'tiny' or a HF causal LM name/path (policy and teacher)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="auto", help="cpu | cuda | auto (default: CUDA when present)")
     p.add_argument("--clip", type=_number(float, 0, lo_open=True), default=None,
                    help="clip the OPD advantage to +-CLIP nats (> 0; default: no clip)")
     p.add_argument("--kappa", type=_number(float), default=1.0, help="scale of the OPD term")
