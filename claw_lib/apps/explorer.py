@@ -28,11 +28,8 @@ SEED_CORRECTION = "你说的不对，法国的首都是巴黎，另外法国红�
 
 
 def heatmap_png(ta: TextAlignment, dpi: int = 100) -> bytes:
-    """The cost-matrix heatmap with the DP path, as PNG bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    """The cost-matrix heatmap with the DP path, as PNG bytes. Drawn on a bare ``Figure`` (no pyplot), so the
+    caller's backend and open figures are left alone (inline plots keep showing in a notebook)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(max(4, 0.6 * len(ta.correction_tokens) + 2), max(3, 0.5 * len(ta.output_tokens) + 1.5)))
@@ -41,7 +38,6 @@ def heatmap_png(ta: TextAlignment, dpi: int = 100) -> bytes:
                      title="cost = 1 - cos; green = match, red = replace")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    plt.close("all")
     return buf.getvalue()
 
 

@@ -218,14 +218,15 @@ def engine_report(rows: List[Dict], key: str = "final_score") -> str:
 
 
 def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, ax=None):
-    """Mean eval score over seeds with a +-1 std band, one line per strategy."""
-    import matplotlib
+    """Mean eval score over seeds with a +-1 std band, one line per strategy. With ``path`` and no ``ax`` the
+    figure is drawn on a bare ``Figure`` and saved (no pyplot: the caller's backend and figures are untouched)."""
+    if ax is None and path is not None:
+        from matplotlib.figure import Figure
 
-    if path is not None and ax is None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+        ax = Figure(figsize=(7, 4)).add_subplot()
+    elif ax is None:
+        import matplotlib.pyplot as plt
 
-    if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
     for strat in strategies:
         runs = [v for k, v in curves.items() if k.startswith(f"{user}/{strat}/")]
