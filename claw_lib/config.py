@@ -6,7 +6,7 @@ the ``claw`` command line and the ablation settings).
     PPOConfig                      a training run (claw train, notebooks 08-10)
     ├── task:   TaskConfig         who asks what (the toy world's user and questions)
     ├── loss:   LossConfig         clipped surrogate, KL, value and distillation terms
-    ├── reward: RewardConfig       alignment / perplexity token rewards (notebooks 03-05, 07)
+    ├── reward: RewardConfig       alignment / perplexity token rewards (notebooks 03, 04, 05b, 07)
     │   └── align: AlignConfig     encoder, lexical blend, gap costs, match threshold (01-02)
     └── opd:    OPDConfig          OpenClaw-RL's Binary RL, hindsight OPD, combined (06)
 

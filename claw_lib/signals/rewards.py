@@ -1,4 +1,4 @@
-"""From an alignment (or a judge LM) to one reward per output token (notebooks 03, 04, 05, 07).
+"""From an alignment (or a judge LM) to one reward per output token (notebooks 03, 04, 05b, 07).
 
 Every strategy returns a :class:`TokenRewards` with exactly one finite reward per word token of
 the model output, in order, whatever the input (empty texts, emoji, affirmations, vague replies).
