@@ -5,6 +5,10 @@ of a short pair. Writes a Markdown table.
 
     python benchmarks/bench_rewards.py [--pairs 200] [--threads 2] [--out results/bench_rewards.md]
 
+Then, from a terminal as a user runs it (start-up included, median of 3): ``claw rewards --input`` on the same
+pairs against ``claw rewards`` on one pair, and ``claw align`` on one pair against importing torch and
+transformers alone.
+
 Ratios within one run are the claim; absolute times depend on the machine and its load.
 """
 from __future__ import annotations
@@ -57,11 +61,50 @@ def one_at_a_time(enc, ps, cfg):
         align(C, cfg.insert_cost, cfg.delete_cost, cfg.match_threshold)
 
 
+def _seconds(cmd, runs: int = 3) -> float:
+    """Median wall time of a command (start-up included)."""
+    import statistics
+    import subprocess
+
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def cli_lines(ps) -> list:
+    """The terminal costs: batch file vs one pair, and claw align's start-up beyond the imports."""
+    import json
+    import shutil
+    import sys
+    import tempfile
+
+    claw = shutil.which("claw") or str(Path(sys.executable).parent / "claw")
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "pairs.jsonl"
+        f.write_text("".join(json.dumps({"output": o, "correction": c}, ensure_ascii=False) + "\n" for o, c in ps),
+                     encoding="utf-8")
+        batch = _seconds([claw, "rewards", "--input", str(f), "--out", str(Path(tmp) / "out.jsonl")])
+        (Path(tmp) / "out.jsonl").unlink()
+        one = _seconds([claw, "rewards", *ps[0]])
+        align = _seconds([claw, "align", *ps[0]])
+        imports = _seconds([sys.executable, "-c", "import torch, transformers"])
+    return ["", "From a terminal, start-up included (median of 3 runs):", "",
+            "| command | seconds | ratio |", "|---|---|---|",
+            f"| `claw rewards OUTPUT CORRECTION` (one pair) | {one:.2f} | 1.0x |",
+            f"| `claw rewards --input` ({len(ps)} pairs) | {batch:.2f} | {batch / one:.2f}x |",
+            f"| `python -c 'import torch, transformers'` | {imports:.2f} | |",
+            f"| `claw align OUTPUT CORRECTION` (one pair) | {align:.2f} | {align - imports:.2f} s beyond the imports |"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--out", default=None, help="write the Markdown table here")
+    ap.add_argument("--no-cli", action="store_true", help="skip the terminal measurements")
     a = ap.parse_args()
 
     from claw_lib.alignment.encoders import load_encoder
@@ -105,6 +148,8 @@ def main():
              f"| batched (prefetch) + rewards | {t_batch:.2f} | {len(ps) / t_batch:.1f} | {t_one / t_batch:.1f}x |",
              "", f"Batched path split: encoder {100 * t_enc / t_batch:.0f} %, tokens + cleaning + cost + DP + rewards "
                  f"{100 * (t_batch - t_enc) / t_batch:.0f} %. Marginal rate (second half of the pairs): {marginal:.0f} pairs/s."]
+    if not a.no_cli:
+        lines += cli_lines(ps)
     text = "\n".join(lines)
     print(text)
     if a.out:
