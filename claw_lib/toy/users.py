@@ -50,12 +50,14 @@ def _norm(s: str) -> str:
 
 
 def _find_value(text: str, value: str) -> int:
-    """Where ``value`` first occurs in ``text`` (both normalised): as a whole word in Latin script,
-    as a substring in Chinese; -1 if it does not (or ``value`` is empty)."""
+    """Where ``value`` first occurs in ``text`` (both normalised): a Latin-script value as a whole word
+    (no Latin letter or digit right before or after it: "5" is in "有5个省" and "5 provinces", not in
+    "15"; Chinese characters do not count as word characters here), a Chinese one as a substring; -1
+    if it does not occur (or ``value`` is empty)."""
     if not value:
         return -1
     if re.fullmatch(r"[a-z0-9\s\-'.]+", value):  # Latin script: whole words only
-        m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text)
+        m = re.search(rf"(?<![a-z0-9]){re.escape(value)}(?![a-z0-9])", text)
         return m.start() if m else -1
     return text.find(value)
 

@@ -80,7 +80,7 @@ def test_checkpoint_meets_targets(shipped, evaluation):
 def test_every_prompt_form_knows_the_facts_and_separates_answers(evaluation):
     """Known facts and the gap AUC meet their targets in every trained form; hinted held-out facts do in most.
     Measured and NOT reached (issue 18, README): hinted held-out facts in the bare zh and the chat en forms (0.83),
-    and the held-out form qa_words, whose Chinese answers are right but end with the casual style's "继续加油！"
+    and the held-out form qa_words, whose Chinese answers are right but end with the friendly style's closing "继续加油！"
     (exact-match accuracy 0) and whose English hinted accuracy is 0.75; its gap AUC meets the target."""
     ev = evaluation
     for form in TRAINED_FORMS + HELD_OUT_FORMS:

@@ -55,6 +55,9 @@ def test_states_value():
     assert not states_value("Parisian food", "Paris")
     assert states_value("巴黎啦", "巴黎")
     assert states_value("It has 12 provinces", "12") and not states_value("It has 120 provinces", "12")
+    # a number between Chinese characters is a whole word (Chinese characters are \w to Python's re)
+    assert states_value("法国有5个省。", "5") and not states_value("法国有15个省。", "5")
+    assert states_value("There are 5 provinces in France.", "5")
 
 
 def test_correcting_user_on_two_part_answers(world):
