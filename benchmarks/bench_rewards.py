@@ -62,14 +62,15 @@ def one_at_a_time(enc, ps, cfg):
 
 
 def _seconds(cmd, runs: int = 3) -> float:
-    """Median wall time of a command (start-up included)."""
+    """Median wall time of a command (start-up included); ``cmd`` may be a function of the run's index."""
     import statistics
     import subprocess
 
     times = []
-    for _ in range(runs):
+    for k in range(runs):
         t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(cmd(k) if callable(cmd) else cmd, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
@@ -86,8 +87,7 @@ def cli_lines(ps) -> list:
         f = Path(tmp) / "pairs.jsonl"
         f.write_text("".join(json.dumps({"output": o, "correction": c}, ensure_ascii=False) + "\n" for o, c in ps),
                      encoding="utf-8")
-        batch = _seconds([claw, "rewards", "--input", str(f), "--out", str(Path(tmp) / "out.jsonl")])
-        (Path(tmp) / "out.jsonl").unlink()
+        batch = _seconds(lambda k: [claw, "rewards", "--input", str(f), "--out", str(Path(tmp) / f"out{k}.jsonl")])
         one = _seconds([claw, "rewards", *ps[0]])
         align = _seconds([claw, "align", *ps[0]])
         imports = _seconds([sys.executable, "-c", "import torch, transformers"])
