@@ -49,9 +49,10 @@ def resolve_device(device: str = "cpu") -> str:
 
 def free_cpus() -> int:
     """CPU cores free right now: the cores this process may use minus the 1-minute load average,
-    rounded, at least 1. Torch threads beyond the free cores spin against other processes: on a
-    2-core machine with one other busy process, a PPO step with two threads took 2.1 s, with one
-    0.63 s (benchmarks/bench_threads.py)."""
+    rounded, at least 1. Torch threads beyond the free cores spin against other processes: on the
+    2-core dev machine a ``combined`` PPO step took 0.20 s with two threads and 0.29 s with one when
+    quiet, but 0.69 s with two and 0.36 s with one next to one busy process
+    (benchmarks/bench_threads.py, results/bench_threads.md)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
