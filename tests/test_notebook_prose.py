@@ -1,0 +1,35 @@
+"""The committed tutorials as a reader sees them (issue 15): both languages, no missing glyphs, teaching order."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9]*.ipynb"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_explanations_are_in_chinese_and_english(path):
+    """Every explanation (a markdown cell with more than 15 English words) also has Chinese."""
+    nb = nbformat.read(path, as_version=4)
+    prose = [c.source for c in nb.cells if c.cell_type == "markdown" and len(re.findall(r"[A-Za-z]{3,}", c.source)) > 15]
+    assert prose, path.name
+    english_only = [c[:80] for c in prose if not CJK.search(c)]
+    assert not english_only, english_only
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_figure_misses_a_glyph(path):
+    """matplotlib warns "Glyph ... missing from font(s)" into the cell's output when a label cannot be drawn."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert "missing from font" not in str(out.get("text", "")), (path.name, cell.source[:60])
+
+
+def test_the_tiny_lm_is_introduced_before_it_is_used():
+    """Notebook numbers follow the teaching order: 05a (the toy world and the tiny GPT) comes before the first
+    notebook that loads the LM."""
+    users = [p.name for p in NOTEBOOKS if "load_causal_lm" in p.read_text(encoding="utf-8")]
+    assert users and users[0].startswith("05a_"), users
