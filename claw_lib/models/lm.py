@@ -7,6 +7,8 @@ boundary and silently shift every response token by one.
 """
 from __future__ import annotations
 
+import contextlib
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,6 +223,22 @@ class Generation:
 
 
 @torch.no_grad()
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers' warnings off for the block (restored after). GPT-2's forward warns "we strongly recommend
+    passing in an attention_mask" during cached decoding once a finished row emits the pad id (pad = eos = 0 for the
+    tiny GPT), although :func:`generate` passes the mask; the note reached notebook outputs only sometimes (stderr
+    is flushed asynchronously), which made them flaky under nbval."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(before)
+
+
 def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32, temperature: float = 1.0,
              greedy: bool = False, seed: Optional[int] = None, batch_size: int = 64) -> List[Generation]:
     """Sample (or greedy-decode) a response for each prompt with the KV cache.
@@ -240,8 +258,9 @@ def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32,
         inp = torch.tensor([[pad] * (L - len(x)) + x for x in ids], device=dev)
         att = torch.tensor([[0] * (L - len(x)) + [1] * len(x) for x in ids], device=dev)
         kw = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-        seq = model.generate(input_ids=inp, attention_mask=att, max_new_tokens=max_new_tokens,
-                             pad_token_id=pad, eos_token_id=eos, **kw)[:, L:].tolist()
+        with _quiet_transformers():  # the mask is passed; its "pass an attention_mask" note would be noise
+            seq = model.generate(input_ids=inp, attention_mask=att, max_new_tokens=max_new_tokens,
+                                 pad_token_id=pad, eos_token_id=eos, **kw)[:, L:].tolist()
         for row in seq:
             if eos in row:
                 row = row[:row.index(eos) + 1]
