@@ -246,3 +246,21 @@ def test_two_processes_hold_identical_parameters_after_an_update():
     assert (r0["world"], r1["world"], r0["backend"], r0["distributed"]) == (2, 2, "gloo", True)
     assert r0["before"] == r1["before"] and r0["after"] == r1["after"] and r0["after"] != r0["before"]
     assert [h["step"] for h in r0["history"]] == [0, 1] and math.isfinite(r0["history"][1]["policy/loss"])
+
+
+def test_claw_train_engine_trl_writes_the_kits_columns(tmp_path):
+    """`claw train --engine trl` takes the same settings as the kit's loop and writes the same metric columns."""
+    import csv
+
+    from claw_lib.apps.cli import main
+
+    args = ["train", "--strategy", "binary_rl", "--steps", "1", "--batch-size", "4", "--device", "cpu"]
+    assert main(args + ["--engine", "trl", "--out", str(tmp_path / "trl")]) == 0
+    assert main(args + ["--engine", "kit", "--out", str(tmp_path / "kit")]) == 0
+    cols = {}
+    for engine in ("trl", "kit"):
+        with open(tmp_path / engine / "metrics.csv", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        assert [r["step"] for r in rows] == ["0", "1"]
+        cols[engine] = set(rows[0])
+    assert {"step", "eval/score", "reward/score", "timing/rollout_s"} <= cols["trl"] & cols["kit"]
