@@ -34,7 +34,10 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", default=None, help="write the Markdown tables here")
+    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args()
+    if a.out and Path(a.out).exists() and not a.force:
+        raise SystemExit(f"error: {a.out} exists; pass --force to overwrite it")
 
     from claw_lib.config import PPOConfig
     from claw_lib.rl.ppo import train

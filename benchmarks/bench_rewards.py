@@ -105,7 +105,10 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--out", default=None, help="write the Markdown table here")
     ap.add_argument("--no-cli", action="store_true", help="skip the terminal measurements")
+    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args()
+    if a.out and Path(a.out).exists() and not a.force:
+        raise SystemExit(f"error: {a.out} exists; pass --force to overwrite it")
 
     from claw_lib.alignment.encoders import load_encoder
     from claw_lib.config import RewardConfig

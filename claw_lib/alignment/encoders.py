@@ -13,6 +13,9 @@ Encoders the kit can load with nothing downloaded:
   ``local_files_only=True``: if it is not on disk you get :class:`ModelNotAvailableError`.
 
 Word vectors are the mean of the hidden states of the sub-tokens that overlap the word.
+
+The kit's own folders (e5, MiniLM) load as a plain-torch BERT (:mod:`claw_lib.models.bert`, equal to
+``BertModel``), which starts in well under a second; any other encoder loads through transformers.
 """
 from __future__ import annotations
 
@@ -248,16 +251,21 @@ def load_encoder(name: str = "e5", layer: Optional[int] = None, device: str = "c
     device: "cpu", "cuda" or "auto". Raises :class:`ModelNotAvailableError` if the model is
     not on this machine.
     """
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from ..models.bert import is_plain_bert_folder, load_plain_bert
 
-    hf_logging.disable_progress_bar()  # no "Loading weights" bars in notebook outputs
     dev = resolve_device(device)
     path = resolve_encoder_path(name)
-    tok = from_pretrained_offline(AutoTokenizer, path)
-    if not getattr(tok, "is_fast", False):
-        raise TypeError(f"{name!r} has no fast tokenizer; the kit needs character offsets")
-    model = from_pretrained_offline(AutoModel, path).to(dev).eval()
+    if is_plain_bert_folder(path):  # the kit's e5 / MiniLM folders: plain torch, no transformers import (issue 19)
+        model, tok = load_plain_bert(path, dev)
+    else:
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # no "Loading weights" bars in notebook outputs
+        tok = from_pretrained_offline(AutoTokenizer, path)
+        if not getattr(tok, "is_fast", False):
+            raise TypeError(f"{name!r} has no fast tokenizer; the kit needs character offsets")
+        model = from_pretrained_offline(AutoModel, path).to(dev).eval()
     if layer is None:
         layer = ENCODER_ALIASES.get(name, model.config.num_hidden_layers)
     return Encoder(name, model, tok, layer, dev)
