@@ -10,7 +10,6 @@ The first step of each run is a warm-up and is not counted.
 """
 import argparse
 import platform
-from pathlib import Path
 
 import numpy as np
 
@@ -36,12 +35,15 @@ def main():
     ap.add_argument("--out", default=None, help="write the Markdown tables here")
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args()
-    if a.out and Path(a.out).exists() and not a.force:
-        raise SystemExit(f"error: {a.out} exists; pass --force to overwrite it")
+    from claw_lib.utils import atomic_write, check_new_file, set_threads
+
+    try:
+        out = check_new_file(a.out, a.force) if a.out else None
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
 
     from claw_lib.config import PPOConfig
     from claw_lib.rl.ppo import train
-    from claw_lib.utils import set_threads
 
     threads = set_threads(a.threads)
     lines = [f"PPO step on the tiny GPT, batch {a.batch_size}, {a.steps - 1} timed steps, {threads} torch thread(s), "
@@ -75,8 +77,9 @@ def main():
             print(lines[-1], flush=True)
     text = "\n".join(lines)
     print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    if out is not None:
+        with atomic_write(out) as f:
+            f.write(text + "\n")
 
 
 if __name__ == "__main__":

@@ -107,14 +107,17 @@ def main():
     ap.add_argument("--no-cli", action="store_true", help="skip the terminal measurements")
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args()
-    if a.out and Path(a.out).exists() and not a.force:
-        raise SystemExit(f"error: {a.out} exists; pass --force to overwrite it")
+    from claw_lib.utils import atomic_write, check_new_file, set_threads
+
+    try:
+        out = check_new_file(a.out, a.force) if a.out else None
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
 
     from claw_lib.alignment.encoders import load_encoder
     from claw_lib.config import RewardConfig
     from claw_lib.signals.rewards import token_rewards
     from claw_lib.text.corrections import clean_correction
-    from claw_lib.utils import set_threads
 
     threads = set_threads(a.threads)
     enc = load_encoder("e5")
@@ -155,8 +158,9 @@ def main():
         lines += cli_lines(ps)
     text = "\n".join(lines)
     print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    if out is not None:
+        with atomic_write(out) as f:
+            f.write(text + "\n")
 
 
 if __name__ == "__main__":

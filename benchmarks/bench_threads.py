@@ -39,9 +39,14 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--strategy", default="combined")
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (refused if it exists)")
+    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args(argv)
-    if a.out is not None and a.out.exists():
-        print(f"error: {a.out} exists; remove it first", file=sys.stderr)
+    from claw_lib.utils import atomic_write, check_new_file
+
+    try:
+        out = None if a.out is None else check_new_file(a.out, a.force)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
     rows = {}
     for load in ("quiet", "one busy process"):
@@ -66,9 +71,10 @@ def main(argv=None) -> int:
         lines.append(f"| {load} | {one:.3f} | {two:.3f} | {two / one:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    if a.out is not None:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(text, encoding="utf-8")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out) as f:
+            f.write(text)
     return 0
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "FolderLock",
-           "FolderBusyError", "DeviceNotAvailableError", "check_new_output"]
+           "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file"]
 
 
 def cache_dir() -> Path:
@@ -152,6 +152,17 @@ class FolderLock:
 
 class FolderBusyError(RuntimeError):
     """Another process holds the lock of an output folder."""
+
+
+def check_new_file(path, force: bool = False, what: str = "--out") -> Path:
+    """``path`` as a Path for a report about to be written, refusing (ValueError, one line) a folder, or an
+    existing file unless ``force``: check before the long work, write at the end with :func:`atomic_write`."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{what} {p} is a folder; give a file name")
+    if p.exists() and not force:
+        raise ValueError(f"{what} {p} already exists; choose a new file or pass --force to replace it")
+    return p
 
 
 def check_new_output(folder, force: bool = False, what: str = "output", marker: Optional[str] = None) -> Path:

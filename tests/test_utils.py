@@ -50,3 +50,16 @@ def test_stable_printing_never_prints_minus_zero():
         assert str(np.array([-1e-7, 0.123, -0.5])) == "[0.00 0.12 -0.50]"
     finally:
         np.set_printoptions(**opts)
+
+
+def test_check_new_file_refuses_an_existing_file_or_a_folder(tmp_path):
+    from claw_lib.utils import check_new_file
+
+    new = tmp_path / "report.md"
+    assert check_new_file(new) == new
+    new.write_text("kept")
+    with pytest.raises(ValueError, match="already exists"):
+        check_new_file(new)
+    assert check_new_file(new, force=True) == new and new.read_text() == "kept"
+    with pytest.raises(ValueError, match="is a folder"):
+        check_new_file(tmp_path, force=True)

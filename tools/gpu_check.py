@@ -18,7 +18,6 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,8 +110,12 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true", help="a tiny Qwen-shaped model (for a CPU dry run)")
     ap.add_argument("--no-trl", action="store_true", help="skip the TRL engine")
     a = ap.parse_args(argv)
-    if a.out.exists() and not a.force:
-        print(f"error: {a.out} exists; pass --force to overwrite it", file=sys.stderr)
+    from claw_lib.utils import atomic_write, check_new_file
+
+    try:
+        check_new_file(a.out, a.force)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
     if a.steps < 1 or a.batch_size < 2:
         print("error: --steps must be >= 1 and --batch-size >= 2", file=sys.stderr)
@@ -153,9 +156,8 @@ def main(argv=None) -> int:
         "tokens = sampled response tokens; peak GiB = torch.cuda.max_memory_allocated during the run.", ""])
     print(text)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = a.out.with_suffix(".tmp")
-    tmp_out.write_text(text, encoding="utf-8")
-    tmp_out.replace(a.out)
+    with atomic_write(a.out) as f:
+        f.write(text)
     return 1 if any("error" in r for r in rows) else 0
 
 

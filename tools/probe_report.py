@@ -15,6 +15,7 @@ from claw_lib.alignment.encoders import load_encoder
 from claw_lib.config import RewardConfig
 from claw_lib.signals.rewards import ARTICLE_RULES
 from claw_lib.toy.probe import PROBE_SET, PROBE_V2, load_probe_set, probe_metrics, quality_table
+from claw_lib.utils import atomic_write, check_new_file
 
 TARGETS = {"hit_rate": 0.9, "precision": 0.8, "recall": 0.85}
 
@@ -53,14 +54,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, help="also write the report to this Markdown file")
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args(argv)
-    if a.out is not None and a.out.exists() and not a.force:
-        print(f"error: {a.out} exists; pass --force to overwrite it", file=sys.stderr)
+    try:
+        out = None if a.out is None else check_new_file(a.out, a.force)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
     text = report()
     print(text)
-    if a.out is not None:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(text, encoding="utf-8")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out) as f:
+            f.write(text)
     return 0
 
 

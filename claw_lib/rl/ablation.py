@@ -183,6 +183,18 @@ def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optio
             "losses": int((d < 0).sum())}
 
 
+def _paired_cells(p: Dict) -> str:
+    """The two table cells of a :func:`paired` result: mean +- s.e., and seeds better / tied / worse."""
+    return f"{p['mean']:+.3f} +- {p['se']:.3f} | {p['wins']} / {p['ties']} / {p['losses']}"
+
+
+def _table(head: str, lines: List[str]) -> str:
+    """A Markdown table from its header row and body rows; "" when there is no row."""
+    if not lines:
+        return ""
+    return "\n".join([head, "|" + "---|" * (head.count("|") - 1)] + lines)
+
+
 def ordering_report(rows: List[Dict], pairs=ORDERING, key: str = "final_score") -> str:
     """Markdown lines: for each setting and each pair (a, b) both ran, the paired difference of the
     final score with its standard error and the per-seed wins/ties/losses. "" when no pair ran."""
@@ -192,12 +204,8 @@ def ordering_report(rows: List[Dict], pairs=ORDERING, key: str = "final_score") 
             p = paired(rows, user, a, b, key)
             if p is None:
                 continue
-            lines.append(f"| {user} | {a} - {b} | {p['mean']:+.3f} +- {p['se']:.3f} | "
-                         f"{p['wins']} / {p['ties']} / {p['losses']} |")
-    if not lines:
-        return ""
-    return "\n".join(["| setting | paired difference | final score, mean +- s.e. | seeds better / tied / worse |",
-                      "|---|---|---|---|"] + lines)
+            lines.append(f"| {user} | {a} - {b} | {_paired_cells(p)} |")
+    return _table("| setting | paired difference | final score, mean +- s.e. | seeds better / tied / worse |", lines)
 
 
 def engine_report(rows: List[Dict], key: str = "final_score") -> str:
@@ -209,12 +217,8 @@ def engine_report(rows: List[Dict], key: str = "final_score") -> str:
         for strat in sorted({r["strategy"] for r in rows if r["user"] == label}):
             p = paired(rows, base, (label, strat), strat, key)
             if p is not None:
-                lines.append(f"| {base} | {strat} | {engine} - kit | {p['mean']:+.3f} +- {p['se']:.3f} | "
-                             f"{p['wins']} / {p['ties']} / {p['losses']} |")
-    if not lines:
-        return ""
-    return "\n".join(["| setting | strategy | engines | final score, mean +- s.e. | seeds better / tied / worse |",
-                      "|---|---|---|---|---|"] + lines)
+                lines.append(f"| {base} | {strat} | {engine} - kit | {_paired_cells(p)} |")
+    return _table("| setting | strategy | engines | final score, mean +- s.e. | seeds better / tied / worse |", lines)
 
 
 def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, ax=None):
