@@ -80,9 +80,10 @@ PROMPT_FORMS = {
                     "<|im_start|>assistant\n"),
     "roles": ("用户：{q}\n助手：", "User: {q}\nAssistant:"),
     "qa_words": ("问题：{q}\n回答：", "Question: {q}\nAnswer:"),
+    "human_ai": ("人类：{q}\n机器人：", "Human: {q}\nAI:"),
 }
 TRAINED_FORMS = ("kit", "bare", "inline", "chat", "chat_system", "roles")
-HELD_OUT_FORMS = ("qa_words",)
+HELD_OUT_FORMS = ("qa_words", "human_ai")
 #: the chat forms' markers (special tokens of the tiny GPT's tokenizer)
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>")
 

@@ -15,7 +15,7 @@ import re
 from typing import Dict, Tuple
 
 __all__ = [
-    "CORRECTION_LEADS", "THANKS", "STYLE_THANKS", "VAGUE_REPLIES", "ASIDES", "STYLE_HINTS",
+    "CORRECTION_LEADS", "THANKS", "STYLE_THANKS", "VAGUE_REPLIES", "ASIDES", "QUESTION_LEADS", "STYLE_HINTS",
     "LEADIN_WORDS", "ASIDE_STARTS", "AFFIRM_ZH", "AFFIRM_EN", "NEGATIVE_MARKERS", "POSITIVE_MARKERS",
     "POSITIVE_START_ZH", "VAGUE_MARKERS", "HINT_LEADS", "hint_lead", "with_lead", "TOOL_ERROR_PREFIXES", "is_tool_error",
     "FUNCTION_WORDS", "NUMBER_WORDS_EN", "ZH_NUMERALS", "ZH_MEASURES", "CONTRAST_MARKERS", "COPULAS",
@@ -43,6 +43,12 @@ VAGUE_REPLIES: Dict[str, Tuple[str, ...]] = {
 ASIDES: Dict[str, Tuple[str, ...]] = {
     "zh": ("另外{subject}的菜也很好吃。", "另外今天天气不错。"),
     "en": (" Also, the food in {subject} is great.", " Also, nice weather today."),
+}
+#: how a user sometimes opens a question ("请回答这个问题：法国的首都是哪里？"); in the corpus they keep words
+#: such as 问题 / 回答 / question from belonging to the friendly style's instruction alone
+QUESTION_LEADS: Dict[str, Tuple[str, ...]] = {
+    "zh": ("请回答这个问题：", "有个问题想问你，", "麻烦回答一下，", "我想问一下，"),
+    "en": ("Please answer this question: ", "A question for you: ", "Quick question, ", "I'd like to know: "),
 }
 #: style -> (zh instruction, en instruction): what the style users ask for, and what the tiny GPT
 #: learns to follow in its pre-training

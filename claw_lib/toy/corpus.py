@@ -19,7 +19,7 @@ from typing import List
 import numpy as np
 
 from ..prompts import TRAINED_FORMS, build_prompt, response_text
-from ..text.phrases import ASIDES, CORRECTION_LEADS, STYLE_HINTS, with_lead
+from ..text.phrases import ASIDES, CORRECTION_LEADS, QUESTION_LEADS, STYLE_HINTS, with_lead
 from .tools import TOOL_ALIASES, ToolFact, malformed_call, planted_call, run_lookup
 from .world import RELATIONS, Fact, FactWorld, PairFact
 
@@ -59,7 +59,8 @@ def _example(world: FactWorld, question: str, lang: str, answer: str, kind: str,
     return Example(prompt, response_text(answer, lang, prompt=prompt), kind, lang, {"form": form, **(meta or {})})
 
 
-def _tool_example(world: FactWorld, rng: random.Random, lang: str, form: str, hinted: bool) -> Example:
+def _tool_example(world: FactWorld, rng: random.Random, lang: str, form: str, hinted: bool,
+                  lead: str = "") -> Example:
     """A tool call. Without a hint: the right call (a known or fresh country: the name is copied from
     the question), the planted alias for an alias country, or now and then a broken call. With a hint:
     the error a wrong call got (broken syntax, a misspelt relation, a planted alias) and the right call."""
@@ -74,7 +75,7 @@ def _tool_example(world: FactWorld, rng: random.Random, lang: str, form: str, hi
         call = planted_call(world, fact, rng)
         if call is None:
             call = malformed_call(fact, rng) if rng.random() < cfg.p_tool_malformed else fact.truth
-        return _example(world, fact.question(), lang, call, "tool", form, meta={"wrong": call != fact.truth})
+        return _example(world, lead + fact.question(), lang, call, "tool", form, meta={"wrong": call != fact.truth})
     pair = TOOL_ALIASES.get(fact.fact.country.zh)
     if pair is not None:
         wrong = fact.answer(pair[0 if lang == "zh" else 1])
@@ -83,7 +84,7 @@ def _tool_example(world: FactWorld, rng: random.Random, lang: str, form: str, hi
     else:
         wrong = fact.answer().replace(fact.fact.relation, rng.choice(MISSPELT_RELATIONS[fact.fact.relation]), 1)
     hint = run_lookup(world, wrong, lang).output
-    return _example(world, fact.question(), lang, fact.truth, "tool_hint", form, hint)
+    return _example(world, lead + fact.question(), lang, fact.truth, "tool_hint", form, hint)
 
 
 def make_example(world: FactWorld, rng: random.Random) -> Example:
@@ -92,6 +93,9 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
     cfg = world.config
     lang = rng.choice(("zh", "en"))
     form = rng.choices(TRAINED_FORMS, weights=cfg.form_weights)[0]
+    # now and then the user's message opens with a lead-in ("请回答这个问题：" / "Please answer this:"),
+    # so words such as 问题 / 回答 / question do not occur only in the friendly style's instruction
+    lead = rng.choice(QUESTION_LEADS[lang]) if rng.random() < cfg.p_question_lead else ""
     u = rng.random()
     inline = rng.random() < cfg.p_inline
     noise = rng.random() < cfg.p_noise
@@ -101,14 +105,14 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
             c1, c2 = rng.sample(world.known, 2)
             pair = PairFact(Fact(c1, "capital", lang), Fact(c2, "capital", lang))
             values = tuple(world.believed_value(f, rng) for f in pair.parts)
-            return _example(world, pair.question(), lang, pair.answer(values), "pair", form,
+            return _example(world, lead + pair.question(), lang, pair.answer(values), "pair", form,
                             meta={"misconception": [world.wrong_value(f) is not None for f in pair.parts],
                                   "wrong": [v != t for v, t in zip(values, pair.truth)]})
         fact = Fact(rng.choice(world.known), rng.choice(tuple(RELATIONS)), lang)
         wrong = world.wrong_value(fact)
         value = world.believed_value(fact, rng)
         style = rng.choice(tuple(STYLE_HINTS)) if rng.random() < cfg.p_style_unprompted else "formal"
-        return _example(world, fact.question(), lang, fact.answer(value, style=style), "plain", form,
+        return _example(world, lead + fact.question(), lang, fact.answer(value, style=style), "plain", form,
                         meta={"misconception": wrong is not None, "wrong": value != fact.truth, "style": style})
     if u < edges[2]:
         fresh = u >= edges[1]
@@ -120,14 +124,15 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
         else:
             fact = Fact(rng.choice(world.known), rng.choice(tuple(RELATIONS)), lang)
         hint = _fact_hint(fact, rng, noise)
-        return _example(world, fact.question(), lang, fact.answer(), "fresh_hint" if fresh else "known_hint", form,
+        return _example(world, lead + fact.question(), lang, fact.answer(), "fresh_hint" if fresh else "known_hint", form,
                         hint, inline)
     if u < edges[4]:
-        return _tool_example(world, rng, lang, form, hinted=u >= edges[3])
+        return _tool_example(world, rng, lang, form, hinted=u >= edges[3], lead=lead)
     # style: the style instruction alone, or after a correction stating the truth (as the style users
     # write it when the answer was also wrong); known countries (misconceptions included) or fresh ones
     style = rng.choice(tuple(STYLE_HINTS))
-    if rng.random() < 0.5:
+    fresh = rng.random() < cfg.p_style_fresh
+    if fresh:
         country = world.fresh_country(rng)
     elif world.misconceptions and rng.random() < cfg.p_hint_on_misconception:
         country = rng.choice(world.misconception_countries)
@@ -135,8 +140,11 @@ def make_example(world: FactWorld, rng: random.Random) -> Example:
         country = rng.choice(world.known)
     fact = Fact(country, "capital" if country.zh in world.misconceptions else rng.choice(tuple(RELATIONS)), lang)
     shint = STYLE_HINTS[style][0 if lang == "zh" else 1]
-    hint = (_fact_hint(fact, rng, False) + ("" if lang == "zh" else " ") + shint) if rng.random() < 0.5 else shint
-    return _example(world, fact.question(), lang, fact.answer(style=style), f"style_{style}", form, hint)
+    # a fresh country's fact is knowable only from a hint: the style instruction alone would teach the
+    # model to invent a value, so fresh countries always come with the correction first
+    with_fact = fresh or rng.random() < 0.5
+    hint = (_fact_hint(fact, rng, False) + ("" if lang == "zh" else " ") + shint) if with_fact else shint
+    return _example(world, lead + fact.question(), lang, fact.answer(style=style), f"style_{style}", form, hint)
 
 
 def sample_corpus(world: FactWorld, n: int, seed: int = 0) -> List[Example]:

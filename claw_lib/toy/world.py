@@ -204,7 +204,7 @@ class WorldConfig:
     """invented countries never seen in training (copying from a hint is measured on them)"""
     misconception_strength: float = 0.7
     """share of a misconception's no-hint examples that state the wrong capital"""
-    p_plain: float = 0.3
+    p_plain: float = 0.27
     """share of examples: a known fact, no hint"""
     p_known_hint: float = 0.17
     """share: a known fact with a hint or correction stating the truth"""
@@ -213,7 +213,7 @@ class WorldConfig:
     p_tool: float = 0.08
     """share: a call of the lookup tool, no hint (claw_lib.toy.tools)"""
     p_tool_hint: float = 0.06
-    """share: a tool call after the tool's error as a hint; the rest (0.15) are style examples"""
+    """share: a tool call after the tool's error as a hint; the rest (0.18) are style examples"""
     p_capital_in_fresh: float = 0.55
     """share of the fresh-entity hint examples that ask for the capital (copying an invented city name
     is the hardest; colours, animals and numbers come from small sets)"""
@@ -233,6 +233,11 @@ class WorldConfig:
     """share of the no-hint examples that ask two capitals at once (:class:`PairFact`)"""
     p_style_unprompted: float = 0.1
     """share of the other no-hint answers written in the friendly or casual style unasked"""
+    p_style_fresh: float = 0.3
+    """share of the style examples asked about a fresh country (with the correction first); the rest ask about
+    known countries, whose facts must then be recalled in the asked style ("巴黎啦")"""
+    p_question_lead: float = 0.1
+    """share of questions that open with a user's lead-in (claw_lib.text.phrases.QUESTION_LEADS)"""
 
 
 class FactWorld:
