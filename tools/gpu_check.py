@@ -130,7 +130,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         qwen = qwen_shaped_model(Path(tmp), a.small)
-        models = {"tiny GPT (2.2M, fp32)": "tiny",
+        models = {"tiny GPT (1.6M, fp32)": "tiny",
                   ("Qwen2.5-0.5B shape, random, bf16" if not a.small else "Qwen2-shaped, small, bf16"): qwen}
         for label, model in models.items():
             for engine in engines:

@@ -1,0 +1,102 @@
+"""Print the README's PPO result tables from the committed grids (results/*/ablation.csv).
+
+    .venv/bin/python tools/readme_tables.py            # every table, in the order the README shows them
+
+Each table is what `claw reproduce` wrote, with readable setting names: the README's tables are copied from this
+output, so they cannot drift from the result files by hand.
+"""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from claw_lib.rl.ablation import PAPER, load_results, paired, summarise  # noqa: E402
+
+METHOD = {"binary_rl": "Binary RL", "opd": "OPD (policy gradient)", "combined": "Combined",
+          "opd_kl": "OPD as distillation (forward KL)", "sentence": "sentence-level (control)",
+          "binary": "binary tokens", "continuous": "continuous tokens", "perplexity": "perplexity tokens"}
+HEAD = ("| setting | method | base | after 8 steps | after {n} steps | reached 0.9 in {n} steps | paper (Qwen3-4B): 8 / 16 |\n"
+        "|---|---|---|---|---|---|---|")
+PAIR_HEAD = "| setting | difference | final score, mean +- s.e. | seeds better / tied / worse |\n|---|---|---|---|"
+
+
+def score_rows(folder, settings, strategies, paper_for=(), steps=16):
+    """One row per (setting, strategy): base, after 8, final mean +- std, seeds that reached the target."""
+    s = summarise(load_results(ROOT / folder)[0])
+    lines = []
+    for user, label in settings:
+        for strat, name in strategies:
+            v = s.get((user, strat))
+            if v is None:
+                continue
+            p = PAPER.get(strat) if user in paper_for else None
+            lines.append(f"| {label} | {name} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
+                         f"{v['reached']}/{v['n']} | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
+    return "\n".join([HEAD.format(n=steps)] + lines)
+
+
+def pair_rows(folder, items):
+    """Paired differences by seed: items are (label, setting, a, b, difference name)."""
+    rows = load_results(ROOT / folder)[0]
+    lines = []
+    for label, user, a, b, name in items:
+        p = paired(rows, user, a, b)
+        lines.append(f"| {label} | {name} | {p['mean']:+.3f} +- {p['se']:.3f} | {p['wins']} / {p['ties']} / {p['losses']} |")
+    return "\n".join([PAIR_HEAD] + lines)
+
+
+def main():
+    four = [(k, METHOD[k]) for k in ("binary_rl", "opd", "combined", "opd_kl")]
+    print("## table3\n")
+    print(score_rows("results/table3", [("teacher-vague", "sparse hints (half vague)"), ("teacher", "hint in every complaint")],
+                     four, paper_for=("teacher-vague",)))
+    print(score_rows("results/table3", [("teacher-vague-rl-pos", "sparse hints (half vague)"), ("teacher-rl-pos", "hint in every complaint")],
+                     [("combined", "Combined without its -1 broadcast (`opd.w_rl_negative=0`)")]).split("\n", 2)[2])
+    print(score_rows("results/table3_extra", [("teacher-vague-topk", "sparse hints (half vague)"), ("teacher-topk", "hint in every complaint")],
+                     [("opd_kl", "OPD distilled with top-K reverse KL (K = 16)")]).split("\n", 2)[2])
+    print()
+    print(pair_rows("results/table3", [
+        ("sparse hints", "teacher-vague", "combined", "opd", "Combined - OPD"),
+        ("sparse hints", "teacher-vague", "opd", "binary_rl", "OPD - Binary RL"),
+        ("hint in every complaint", "teacher", "combined", "opd", "Combined - OPD"),
+        ("hint in every complaint", "teacher", "opd", "binary_rl", "OPD - Binary RL"),
+        ("sparse hints", "teacher-vague", ("teacher-vague-rl-pos", "combined"), "opd", "Combined without -1 broadcast - OPD"),
+        ("hint in every complaint", "teacher", ("teacher-rl-pos", "combined"), "opd", "Combined without -1 broadcast - OPD")]))
+    print()
+    print(pair_rows("results/table3", [
+        ("sparse hints", "teacher-vague", ("teacher-vague-token-mean", "binary_rl"), "binary_rl", "Binary RL: old loss (mean over all tokens) - new default"),
+        ("sparse hints", "teacher-vague", ("teacher-vague-token-mean", "opd"), "opd", "OPD: old loss (mean over all tokens) - new default"),
+        ("sparse hints", "teacher-vague", ("teacher-vague-token-mean", "combined"), "combined", "Combined: old loss (mean over all tokens) - new default"),
+        ("sparse hints", "teacher-vague", ("teacher-vague-clip2", "opd"), "opd", "OPD: old OPD clip +-2 - new default"),
+        ("sparse hints", "teacher-vague", ("teacher-vague-clip2", "combined"), "combined", "Combined: old OPD clip +-2 - new default"),
+        ("sparse hints, old loss", "teacher-vague-token-mean", "combined", "opd", "Combined - OPD"),
+        ("sparse hints, old loss", "teacher-vague-token-mean", "opd", "binary_rl", "OPD - Binary RL")]))
+    print("\n## table3-extra\n")
+    print(score_rows("results/table3_extra", [("student", "student, hint in every complaint"), ("student-vague", "student, sparse hints"),
+                                              ("tool", "tool user")], four))
+    print()
+    print(pair_rows("results/table3_extra", [
+        (label, user, a, b, name) for user, label in [("student", "student, hint in every complaint"),
+                                                       ("student-vague", "student, sparse hints"), ("tool", "tool user")]
+        for a, b, name in [("combined", "opd", "Combined - OPD"), ("opd", "binary_rl", "OPD - Binary RL")]]))
+    print("\n## engines\n")
+    three = [(k, METHOD[k]) for k in ("binary_rl", "opd", "combined")]
+    print(score_rows("results/engines", [("teacher-vague", "sparse hints, kit loop"),
+                                         ("teacher-vague@trl", "sparse hints, TRL GRPOTrainer")], three))
+    print()
+    print(pair_rows("results/engines", [
+        ("sparse hints", "teacher-vague", ("teacher-vague@trl", s), s, f"{n}: TRL - kit") for s, n in three] + [
+        ("sparse hints, TRL", "teacher-vague@trl", "opd", "binary_rl", "OPD - Binary RL")]))
+    print("\n## quick grid (two-part questions) and 48 steps\n")
+    print(score_rows("results", [("correcting-pair", "two-part questions"), ("correcting", "one-part questions")],
+                     [(k, METHOD[k]) for k in ("sentence", "binary", "continuous")]))
+    print()
+    print(pair_rows("results", [("two-part questions", "correcting-pair", "binary", "sentence", "binary - sentence"),
+                                ("two-part questions", "correcting-pair", "continuous", "sentence", "continuous - sentence")]))
+    print()
+    print(score_rows("results/teacher_48_steps", [("teacher", "teacher, 48 steps")], four, steps=48))
+
+
+if __name__ == "__main__":
+    main()
