@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--out", default=None, help="write the Markdown tables here")
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args()
-    from claw_lib.utils import atomic_write, check_new_file, set_threads
+    from claw_lib.utils import check_new_file, publish_report, set_threads
 
     try:
         out = check_new_file(a.out, a.force) if a.out else None
@@ -76,10 +76,7 @@ def main():
             lines.append(f"| {s} | {k:.3f} | {r:.3f} | {k / r:.2f} | {tok_kit:.0f} | {tok_trl:.0f} |")
             print(lines[-1], flush=True)
     text = "\n".join(lines)
-    print(text)
-    if out is not None:
-        with atomic_write(out) as f:
-            f.write(text + "\n")
+    publish_report(text, out)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ def main():
     ap.add_argument("--no-cli", action="store_true", help="skip the terminal measurements")
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args()
-    from claw_lib.utils import atomic_write, check_new_file, set_threads
+    from claw_lib.utils import check_new_file, publish_report, set_threads
 
     try:
         out = check_new_file(a.out, a.force) if a.out else None
@@ -157,10 +157,7 @@ def main():
     if not a.no_cli:
         lines += cli_lines(ps)
     text = "\n".join(lines)
-    print(text)
-    if out is not None:
-        with atomic_write(out) as f:
-            f.write(text + "\n")
+    publish_report(text, out)
 
 
 if __name__ == "__main__":

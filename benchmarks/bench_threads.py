@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (refused if it exists)")
     ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     a = ap.parse_args(argv)
-    from claw_lib.utils import atomic_write, check_new_file
+    from claw_lib.utils import check_new_file, publish_report
 
     try:
         out = None if a.out is None else check_new_file(a.out, a.force)
@@ -70,11 +70,7 @@ def main(argv=None) -> int:
         one, two = rows[(load, 1)], rows[(load, 2)]
         lines.append(f"| {load} | {one:.3f} | {two:.3f} | {two / one:.2f} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out) as f:
-            f.write(text)
+    publish_report(text, out)
     return 0
 
 

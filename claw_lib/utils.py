@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
-           "atomic_write", "FolderLock",
+           "atomic_write", "publish_report", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file"]
 
 
@@ -121,6 +121,17 @@ def atomic_write(path, mode: str = "w", encoding: Optional[str] = "utf-8", newli
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def publish_report(text: str, out=None) -> None:
+    """Print a Markdown report and, with ``out`` (checked by :func:`check_new_file` before the long work),
+    write it there atomically, creating the folder, ending with exactly one newline (benchmarks, tools)."""
+    print(text)
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(out) as f:
+            f.write(text if text.endswith("\n") else text + "\n")
 
 
 class FolderLock:

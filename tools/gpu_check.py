@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     ap.add_argument("--small", action="store_true", help="a tiny Qwen-shaped model (for a CPU dry run)")
     ap.add_argument("--no-trl", action="store_true", help="skip the TRL engine")
     a = ap.parse_args(argv)
-    from claw_lib.utils import atomic_write, check_new_file
+    from claw_lib.utils import check_new_file, publish_report
 
     try:
         check_new_file(a.out, a.force)
@@ -154,10 +154,7 @@ def main(argv=None) -> int:
         table(rows), "",
         "step s = rollout (sampling, log-probs, the user's replies) + scoring (judge, signals, teacher pass) + update;",
         "tokens = sampled response tokens; peak GiB = torch.cuda.max_memory_allocated during the run.", ""])
-    print(text)
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(a.out) as f:
-        f.write(text)
+    publish_report(text, a.out)
     return 1 if any("error" in r for r in rows) else 0
 
 

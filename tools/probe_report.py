@@ -15,7 +15,7 @@ from claw_lib.alignment.encoders import load_encoder
 from claw_lib.config import RewardConfig
 from claw_lib.signals.rewards import ARTICLE_RULES
 from claw_lib.toy.probe import PROBE_SET, PROBE_V2, load_probe_set, probe_metrics, quality_table
-from claw_lib.utils import atomic_write, check_new_file
+from claw_lib.utils import check_new_file, publish_report
 
 TARGETS = {"hit_rate": 0.9, "precision": 0.8, "recall": 0.85}
 
@@ -60,11 +60,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     text = report()
-    print(text)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out) as f:
-            f.write(text)
+    publish_report(text, out)
     return 0
 
 

@@ -21,8 +21,9 @@ HEAD = ("| setting | method | base | after 8 steps | after {n} steps | reached 0
 PAIR_HEAD = "| setting | difference | final score, mean +- s.e. | seeds better / tied / worse |\n|---|---|---|---|"
 
 
-def score_rows(folder, settings, strategies, paper_for=(), steps=16):
-    """One row per (setting, strategy): base, after 8, final mean +- std, seeds that reached the target."""
+def score_rows(folder, settings, strategies, paper_for=(), steps=16, header=True):
+    """One row per (setting, strategy): base, after 8, final mean +- std, seeds that reached the target; with
+    ``header``, the table's two header lines first (without, rows to append to a table printed before)."""
     s = summarise(load_results(ROOT / folder)[0])
     lines = []
     for user, label in settings:
@@ -33,7 +34,7 @@ def score_rows(folder, settings, strategies, paper_for=(), steps=16):
             p = PAPER.get(strat) if user in paper_for else None
             lines.append(f"| {label} | {name} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
                          f"{v['reached']}/{v['n']} | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
-    return "\n".join([HEAD.format(n=steps)] + lines)
+    return "\n".join(([HEAD.format(n=steps)] if header else []) + lines)
 
 
 def pair_rows(folder, items):
@@ -52,9 +53,9 @@ def main():
     print(score_rows("results/table3", [("teacher-vague", "sparse hints (half vague)"), ("teacher", "hint in every complaint")],
                      four, paper_for=("teacher-vague",)))
     print(score_rows("results/table3", [("teacher-vague-rl-pos", "sparse hints (half vague)"), ("teacher-rl-pos", "hint in every complaint")],
-                     [("combined", "Combined without its -1 broadcast (`opd.w_rl_negative=0`)")]).split("\n", 2)[2])
+                     [("combined", "Combined without its -1 broadcast (`opd.w_rl_negative=0`)")], header=False))
     print(score_rows("results/table3_extra", [("teacher-vague-topk", "sparse hints (half vague)"), ("teacher-topk", "hint in every complaint")],
-                     [("opd_kl", "OPD distilled with top-K reverse KL (K = 16)")]).split("\n", 2)[2])
+                     [("opd_kl", "OPD distilled with top-K reverse KL (K = 16)")], header=False))
     print()
     print(pair_rows("results/table3", [
         ("sparse hints", "teacher-vague", "combined", "opd", "Combined - OPD"),
