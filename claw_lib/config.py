@@ -26,7 +26,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = ["AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
            "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
-           "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS"]
+           "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
+           "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model"]
 
 #: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
@@ -38,6 +39,11 @@ USERS = ("correcting", "student", "teacher", "tool")
 ADVANTAGES = ("direct", "grpo", "gae")
 #: the divergences of ``opd_kl`` (OPD as distillation)
 DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl")
+#: where the questions come from: the toy fact world (the tiny GPT's) or real-world questions with short
+#: checkable answers (:mod:`claw_lib.toy.real_tasks`, for a real instruct model)
+WORLDS = ("fact", "real")
+#: model dtypes (``PPOConfig.dtype``; "auto": :func:`claw_lib.models.lm.resolve_dtype`)
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 @dataclass
@@ -200,7 +206,12 @@ class TaskConfig:
     """share in [0, 1] of unsatisfied replies without a hint (None: the user's default, 0.1 for the
     correcting user, 0 for the style users); makes OPD samples sparse"""
     prompt_form: str = "kit"
-    """the prompts' surface form (claw_lib.prompts.PROMPT_FORMS; a tokenizer's chat template wins)"""
+    """the prompts' surface form (claw_lib.prompts.PROMPT_FORMS). With a tokenizer's chat template, "kit" and the
+    chat forms put the bare question in the user turn; another form's text goes inside the user turn"""
+    world: str = "fact"
+    """"fact": the toy fact world (the tiny GPT's); "real": real-world questions with short checkable answers in
+    zh and en (capitals, dates, units, arithmetic; claw_lib.toy.real_tasks), for a real instruct model, whose
+    users are "correcting", "student" and "teacher\""""
 
 
 #: OpenClaw-RL's run scripts, per strategy: upper clip (None: no ratio, a distillation loss) and loss
@@ -264,12 +275,23 @@ class PPOConfig:
     """PPO steps (one batch of prompts each)"""
     batch_size: int = 16
     """prompts per step (one response each)"""
-    max_new_tokens: int = 32
-    """longest sampled response, in tokens"""
+    max_new_tokens: Optional[int] = None
+    """longest sampled response, in tokens; None: per model (32 for the tiny GPT and models up to 50M parameters,
+    48 for larger ones: an instruct model's full sentence plus a style's opener and closing)"""
     temperature: float = 1.0
     """sampling temperature of the rollout"""
-    lr: float = 3e-4
-    """AdamW learning rate (no weight decay)"""
+    lr: Optional[float] = None
+    """AdamW learning rate (no weight decay); None: per model (recommended_lr: 3e-4 for the tiny GPT and models up
+    to 50M parameters; 1e-6 x sqrt(5e8 / parameters), at most 1e-6, to fully fine-tune a larger one; 20x that for
+    adapters, so 2e-5 for a 0.5B model with LoRA). A rate over 10x the recommended one is warned about: 3e-4 took
+    Qwen2.5-0.5B-Instruct's eval score from 0.425 to 0.000 in one step"""
+    dtype: str = "auto"
+    """the model's dtype: "float32", "bfloat16", "float16" or "auto" (float32 for the tiny GPT, otherwise
+    bfloat16 where the device computes in it natively: a recent GPU, a CPU with AVX512-BF16 / AMX)"""
+    lora_rank: Optional[int] = None
+    """rank of the LoRA adapters trained instead of the whole model (claw_lib.models.lora; 0: full fine-tuning);
+    None: per model (0 for models up to 50M parameters, 16 for larger ones: the base stays frozen and is also the
+    frozen teacher, so no copy of the weights is held and AdamW keeps state for the adapters only)"""
     epochs: int = 1
     """passes over each batch"""
     minibatches: int = 1
@@ -281,8 +303,9 @@ class PPOConfig:
     """GAE discount"""
     lam: float = 0.95
     """GAE lambda"""
-    eval_prompts: int = 40
-    """greedy evaluation prompts (a fixed set per seed)"""
+    eval_prompts: Optional[int] = None
+    """greedy evaluation prompts (a fixed set per seed); None: per model (40 for models up to 50M parameters, 32
+    for larger ones)"""
     eval_every: int = 1
     """evaluate every N steps (and after the last); 0: only before the first"""
     save_every: int = 4
@@ -300,6 +323,60 @@ class PPOConfig:
     """alignment / perplexity rewards; omissions charged (a policy otherwise learns to stop early)"""
     opd: OPDConfig = field(default_factory=OPDConfig)
     """OpenClaw-RL's signals (no clip of the OPD advantage, as the public snapshot)"""
+
+    def __post_init__(self):
+        if self.model == "tiny":  # the kit's own model: its per-model settings are known without loading it
+            for name, value in model_defaults(TINY_PARAMS, self.lora_rank).items():
+                if getattr(self, name) is None:
+                    setattr(self, name, value)
+
+
+# --------------------------------------------------------------------------- settings per model
+#: settings of a PPOConfig whose default (None) comes from the model's size (:func:`model_defaults`)
+PER_MODEL = ("lr", "max_new_tokens", "eval_prompts", "lora_rank")
+#: models up to this many parameters get the tiny GPT's settings (full fine-tuning at 3e-4, ...)
+SMALL_MODEL_PARAMS = 50_000_000
+#: the tiny GPT's parameter count (about 1.6M; any number under SMALL_MODEL_PARAMS gives the same settings)
+TINY_PARAMS = 1_600_000
+
+
+def recommended_lr(n_params: int, adapter: bool = False) -> float:
+    """The AdamW learning rate the kit uses for a model of ``n_params`` parameters: 3e-4 up to
+    :data:`SMALL_MODEL_PARAMS` (the tiny GPT's, x10 with adapters); above, ``1e-6 * sqrt(5e8 / n_params)``
+    capped at 1e-6 to fine-tune every weight (1e-6 for 0.5B, as docs/trl.md's Qwen example; 2.7e-7 for 7B),
+    and 20x that for LoRA adapters (2e-5 for 0.5B)."""
+    if n_params <= SMALL_MODEL_PARAMS:
+        return 3e-3 if adapter else 3e-4
+    full = 1e-6 * min(1.0, (5e8 / n_params) ** 0.5)
+    return float(f"{(20 * full if adapter else full):.2g}")  # two digits: 8.9e-07, 1.8e-05
+
+
+def model_defaults(n_params: int, lora_rank: Optional[int] = None) -> Dict[str, Any]:
+    """The per-model settings (:data:`PER_MODEL`) for a model of ``n_params`` parameters, with the LoRA rank
+    given or its default (0 up to :data:`SMALL_MODEL_PARAMS`, else 16). The tiny GPT:
+    ``{"lr": 3e-4, "max_new_tokens": 32, "eval_prompts": 40, "lora_rank": 0}``."""
+    small = n_params <= SMALL_MODEL_PARAMS
+    rank = lora_rank if lora_rank is not None else (0 if small else 16)
+    return {"lr": recommended_lr(n_params, adapter=rank > 0), "max_new_tokens": 32 if small else 48,
+            "eval_prompts": 40 if small else 32, "lora_rank": rank}
+
+
+def lr_warning(lr: float, n_params: int, lora_rank: int) -> Optional[str]:
+    """One line when ``lr`` is more than 10x :func:`recommended_lr` for the model, else None."""
+    rec = recommended_lr(n_params, adapter=lora_rank > 0)
+    if lr <= 10 * rec:
+        return None
+    how = f"LoRA rank {lora_rank}" if lora_rank else "full fine-tuning"
+    return (f"lr {lr:g} is {lr / rec:.0f}x the {rec:.2g} recommended for {how} of a {n_params / 1e6:.0f}M-parameter "
+            "model; an update this large can wreck it (3e-4 took Qwen2.5-0.5B-Instruct's eval score from 0.425 to "
+            "0.000 in one step); leave --lr out for the per-model default")
+
+
+def resolve_for_model(cfg: "PPOConfig", n_params: int) -> "PPOConfig":
+    """``cfg`` with every per-model setting left at None (:data:`PER_MODEL`) filled in for a model of
+    ``n_params`` parameters (:func:`model_defaults`); settings given are kept."""
+    values = model_defaults(n_params, cfg.lora_rank)
+    return dataclasses.replace(cfg, **{k: v for k, v in values.items() if getattr(cfg, k) is None})
 
 
 # --------------------------------------------------------------------------- helpers
@@ -360,7 +437,7 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
                                           "reward.align.max_chars")},
     **{n: (0, 1, True, True) for n in ("gamma", "lam", "task.misconception_share", "task.p_vague",
                                        "reward.align.lexical_weight")},
-    "loss.eps": (0, 1, False, False),
+    "loss.eps": (0, 1, False, False), "lora_rank": (0, None, True, False),
     "reward.align.insert_cost": (0, None, True, False), "reward.align.delete_cost": (0, None, True, False),
 }
 
@@ -390,9 +467,13 @@ def validate(cfg, prefix: str = "") -> None:
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
                "task.prompt_form": tuple(PROMPT_FORMS),
                "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
-               "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live")}
+               "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live"), "task.world": WORLDS,
+               "dtype": DTYPES}
     for name, allowed in choices.items():
         if prefix + name in flat and flat[prefix + name] not in allowed:
             raise ValueError(f"{prefix + name} must be one of {allowed}, got {flat[prefix + name]!r}")
+    if flat.get("task.world") == "real" and (flat["task.user"] == "tool" or flat["task.questions"] == "pair"):
+        raise ValueError("task.world 'real' has the users 'correcting', 'student' and 'teacher' and single questions, "
+                         f"got user {flat['task.user']!r} with {flat['task.questions']!r} questions")
     if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:
         raise ValueError(f"minibatches ({flat['minibatches']}) must not exceed batch_size ({flat['batch_size']})")

@@ -6,7 +6,8 @@ One place for three rules that every stage must apply the same way:
 * **the hint marker** -- OpenClaw-RL appends a hint to the last user message as
   ``"\\n\\n[user's hint / instruction]\\n" + hint`` (:data:`HINT_MARKER`, :func:`append_hint`);
 * **the prompt format** -- with a tokenizer that has a chat template, the user message goes through
-  it; otherwise the kit's plain format ``"问：...\\n答："`` / ``"Q: ...\\nA:"`` (:func:`build_prompt`);
+  it (a plain form other than the kit's is kept inside the user turn: :func:`user_message`); otherwise
+  the kit's plain format ``"问：...\\n答："`` / ``"Q: ...\\nA:"`` (:func:`build_prompt`);
 * **the answer's first character** -- after the plain English prompt ``"A:"`` an answer starts with a
   space; after a Chinese prompt or a chat template it does not (:func:`response_text`). Scoring an
   answer without that space gives every log-prob of the first token a different context.
@@ -19,7 +20,7 @@ from .text.corrections import guess_lang
 
 __all__ = ["HINT_MARKER", "append_hint", "build_prompt", "teacher_prompt", "response_text", "has_chat_template",
            "message_text", "template_messages", "PROMPT_FORMS", "TRAINED_FORMS", "HELD_OUT_FORMS", "parse_prompt",
-           "CHAT_MARKERS"]
+           "CHAT_MARKERS", "user_message", "TEMPLATE_FORMS"]
 
 #: OpenClaw-RL appends hints to the last user message as "\n\n[user's hint / instruction]\n" + hint.
 HINT_MARKER = "\n\n[user's hint / instruction]\n"
@@ -86,6 +87,20 @@ TRAINED_FORMS = ("kit", "bare", "inline", "chat", "chat_system", "roles")
 HELD_OUT_FORMS = ("qa_words", "human_ai")
 #: the chat forms' markers (special tokens of the tiny GPT's tokenizer)
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>")
+#: forms that, with a tokenizer's chat template, mean "the bare question in the user turn": the kit's default
+#: and the chat forms (the template is the model's own chat format)
+TEMPLATE_FORMS = ("kit", "chat", "chat_system")
+
+
+def user_message(question: str, lang: str, form: str = "kit") -> str:
+    """What the user turn of a chat template holds for ``question`` asked in ``form``: the bare question for
+    :data:`TEMPLATE_FORMS`, otherwise the form's text around it, without the trailing whitespace ("inline":
+    "问：法国的首都是哪里？答："), so a chosen form is never silently dropped for a chat model."""
+    if form not in PROMPT_FORMS:
+        raise ValueError(f"prompt form must be one of {sorted(PROMPT_FORMS)}, got {form!r}")
+    if form in TEMPLATE_FORMS:
+        return question
+    return PROMPT_FORMS[form][0 if lang == "zh" else 1].replace("{q}", question).strip()
 
 
 def build_prompt(question: str, lang: str, hint: Optional[str] = None, inline: bool = False,
@@ -94,15 +109,17 @@ def build_prompt(question: str, lang: str, hint: Optional[str] = None, inline: b
 
     The hint is appended to the user message with :func:`append_hint`; ``inline=True`` writes it as
     a natural parenthetical correction instead (a pre-training variant). With a ``tokenizer`` that
-    has a chat template the user message goes through it; otherwise ``form`` (:data:`PROMPT_FORMS`),
+    has a chat template the user message (:func:`user_message`: the bare question for the kit's form and
+    the chat forms, else the form's text) goes through it; otherwise ``form`` (:data:`PROMPT_FORMS`),
     by default the kit's plain format "问：...\n答：" / "Q: ...\nA:".
     """
-    messages = [{"role": "user", "content": question}]
+    chat = has_chat_template(tokenizer)
+    messages = [{"role": "user", "content": user_message(question, lang, form) if chat else question}]
     if hint and inline:
         messages[0]["content"] += f"（用户纠正：{hint}）" if lang == "zh" else f" (User correction: {hint})"
     elif hint:
         messages = append_hint(messages, hint)
-    if has_chat_template(tokenizer):
+    if chat:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     if form not in PROMPT_FORMS:
         raise ValueError(f"prompt form must be one of {sorted(PROMPT_FORMS)}, got {form!r}")

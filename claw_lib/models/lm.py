@@ -25,16 +25,46 @@ from .loading import ModelNotAvailableError, from_pretrained_offline, verify_man
 __all__ = [
     "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
     "response_logprobs", "ResponseScores", "generate", "Generation", "max_positions", "ids_logprobs", "pad_token_id",
+    "DTYPES", "resolve_dtype", "bf16_supported", "stop_token_ids", "peak_memory_gib",
 ]
 
 #: The shipped checkpoint (``claw pretrain`` writes it); ``$CLAW_TINY_LM`` overrides.
 TINY_LM_DIR = Path(os.environ.get("CLAW_TINY_LM", Path(__file__).resolve().parents[2] / "data" / "tiny-gpt"))
 
 
-def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype: Optional[torch.dtype] = None):
+#: ``dtype`` names the kit accepts ("auto": :func:`resolve_dtype`)
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def bf16_supported(device: str) -> bool:
+    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU that supports it, or a CPU with
+    AVX512-BF16 / AMX (oneDNN's check). Elsewhere bfloat16 is emulated and slower than float32."""
+    if str(device).startswith("cuda"):
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve_dtype(dtype, device: str = "cpu", name_or_path: str = "tiny") -> torch.dtype:
+    """The torch dtype for ``dtype``: a torch dtype or one of :data:`DTYPES`. "auto" (or None): float32 for the
+    tiny GPT (its results are recorded in float32), otherwise bfloat16 where ``device`` supports it natively
+    (:func:`bf16_supported`) and float32 elsewhere."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if name_or_path != "tiny" and bf16_supported(device) else torch.float32
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    return getattr(torch, dtype)
+
+
+def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None):
     """Return ``(model, tokenizer)`` for "tiny" (the kit's checkpoint), a local folder or a
     Hugging Face name available offline. The model is in eval mode on ``device``
-    ("cpu", "cuda" or "auto"); the tokenizer has a pad token (eos if it had none).
+    ("cpu", "cuda" or "auto"), in ``dtype`` (a torch dtype or a name of :data:`DTYPES`; None: the
+    checkpoint's own); the tokenizer has a pad token (eos if it had none).
     Raises :class:`~claw_lib.models.loading.ModelNotAvailableError` when the model is not on disk.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -50,11 +80,34 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype: Optio
                 "re-create it with `claw pretrain --out data/tiny-gpt --force`")
         verify_manifest(path)  # the shipped checkpoint is what its manifest says (a few ms)
     tok = from_pretrained_offline(AutoTokenizer, path)
-    kw = {"dtype": dtype} if dtype is not None else {}
+    kw = {"dtype": resolve_dtype(dtype, dev, str(name_or_path))} if dtype is not None else {}
     model = from_pretrained_offline(AutoModelForCausalLM, path, **kw).to(dev).eval()
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return model, tok
+
+
+def stop_token_ids(model, tokenizer) -> List[int]:
+    """Every id that ends a response: the tokenizer's eos and each eos id the model's generation config
+    lists (Qwen2.5's official config stops on both ``<|im_end|>`` and ``<|endoftext|>``); tokenizer's first."""
+    ids = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+    gen = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    for i in ([gen] if isinstance(gen, int) else list(gen or [])):
+        if i is not None and int(i) not in ids:
+            ids.append(int(i))
+    return ids
+
+
+def peak_memory_gib(device: str = "cpu") -> float:
+    """The process's peak memory so far, in GiB: ``torch.cuda.max_memory_allocated`` on a CUDA device, else the
+    peak resident set size (``ru_maxrss``, the whole process: model loading, Python, every tensor)."""
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated(torch.device(device)) / 2 ** 30
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss / 2 ** 30 if sys.platform == "darwin" else rss / 2 ** 20  # bytes on macOS, KiB on Linux
 
 
 # --------------------------------------------------------------------------- batches of token ids
@@ -243,12 +296,14 @@ def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32,
              greedy: bool = False, seed: Optional[int] = None, batch_size: int = 64) -> List[Generation]:
     """Sample (or greedy-decode) a response for each prompt with the KV cache.
 
-    Prompts are left-padded for batching; sampling is reproducible with ``seed``.
+    Prompts are left-padded for batching; sampling is reproducible with ``seed``. A response ends at the
+    first of :func:`stop_token_ids` (kept in ``ids`` as the last action).
     """
     if seed is not None:
         torch.manual_seed(seed)
     dev = next(model.parameters()).device
-    eos = tokenizer.eos_token_id
+    stops = stop_token_ids(model, tokenizer)
+    eos = stops[0] if stops else None
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos  # left padding: any id works
     out: List[Generation] = []
     for s in range(0, len(prompts), batch_size):
@@ -260,13 +315,12 @@ def generate(model, tokenizer, prompts: Sequence[str], max_new_tokens: int = 32,
         kw = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
         with _quiet_transformers():  # the mask is passed; its "pass an attention_mask" note would be noise
             seq = model.generate(input_ids=inp, attention_mask=att, max_new_tokens=max_new_tokens,
-                                 pad_token_id=pad, eos_token_id=eos, **kw)[:, L:].tolist()
+                                 pad_token_id=pad, eos_token_id=stops if len(stops) > 1 else eos, **kw)[:, L:].tolist()
         for row in seq:
-            if eos in row:
-                row = row[:row.index(eos) + 1]
-                finished = True
-            else:
-                finished = False
-            text = tokenizer.decode([t for t in row if t != eos], skip_special_tokens=True)
+            end = next((k for k, t in enumerate(row) if t in stops), None)
+            finished = end is not None
+            if finished:
+                row = row[:end + 1]
+            text = tokenizer.decode([t for t in row if t not in stops], skip_special_tokens=True)
             out.append(Generation(text, row, finished))
     return out

@@ -51,7 +51,7 @@ import torch
 
 from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig
 from ..config import PPO_STRATEGIES as STRATEGIES
-from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id
+from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, peak_memory_gib
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
 from ..prompts import teacher_prompt
 from ..signals.opd import (
@@ -67,7 +67,8 @@ from ..toy.users import Feedback, Task
 from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
-           "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response"]
+           "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
+           "needs_reference"]
 
 #: strategies whose signal comes from the alignment or a judge LM's perplexity (token rewards)
 TOKEN_REWARD_STRATEGIES = ("sentence", "binary", "continuous", "perplexity")
@@ -95,6 +96,8 @@ METRICS = {
     "timing/score_s": "seconds spent judging and computing the per-token signals",
     "timing/update_s": "seconds spent on advantages and the PPO update",
     "timing/rollout_tokens": "response tokens sampled this step",
+    "memory/peak_gib": "peak memory of the process so far, GiB: torch.cuda.max_memory_allocated on a GPU, the peak "
+                       "resident set size (ru_maxrss: weights, optimizer, activations, Python) on the CPU",
 }
 
 
@@ -435,12 +438,52 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
                    "timing/update_s": time.time() - t2,
                    "timing/rollout_tokens": int(ro.batch.response_mask.sum())}
         if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-            metrics["eval/score"] = evaluate_policy(policy, tok, run.eval_env, run.eval_tasks)
+            metrics["eval/score"] = evaluate_policy(policy, tok, run.eval_env, run.eval_tasks, eval_tokens(cfg))
+        metrics["memory/peak_gib"] = peak_memory_gib(str(next(policy.parameters()).device))
         run.record(metrics)
         bar.set_postfix(score=f"{metrics['reward/score']:.2f}")
         if stop_after is not None and k + 1 >= stop_after:
             break
     return run.history
+
+
+def needs_reference(cfg: PPOConfig) -> bool:
+    """Whether a run needs the initial policy besides the trained one: the KL term (``kl_coef > 0``), the
+    frozen OPD teacher (opd, combined, opd_kl), or the perplexity judge. Otherwise no reference is held."""
+    frozen_teacher_used = cfg.strategy in ("opd", "combined", "opd_kl") and cfg.opd.teacher == "frozen"
+    return bool(cfg.loss.kl_coef) or frozen_teacher_used or cfg.strategy == "perplexity"
+
+
+def prepare_policy(policy, cfg: PPOConfig):
+    """The settings and the reference of a run on ``policy`` (a loaded causal LM): the per-model settings
+    (None in ``cfg``) resolved from its parameter count (:func:`claw_lib.config.resolve_for_model`), a warning
+    (``UserWarning``, one line) when the learning rate is far above what the model can take, LoRA adapters
+    added in place when ``lora_rank > 0`` (:mod:`claw_lib.models.lora`), and the reference: the adapter-disabled
+    view of the same model with adapters (no copy), a frozen copy when :func:`needs_reference`, else None.
+    Returns (resolved cfg, reference)."""
+    import warnings
+
+    from ..config import lr_warning, resolve_for_model, validate
+    from ..models.lora import AdapterDisabled, add_lora, count_parameters
+    from ..signals.opd import frozen_teacher
+
+    n = count_parameters(policy)
+    cfg = resolve_for_model(cfg, n)
+    validate(cfg)
+    msg = lr_warning(cfg.lr, n, cfg.lora_rank)
+    if msg:
+        warnings.warn(msg, UserWarning, stacklevel=3)
+    if cfg.lora_rank:
+        add_lora(policy, cfg.lora_rank)
+        return cfg, AdapterDisabled(policy)
+    return cfg, (frozen_teacher(policy) if needs_reference(cfg) else None)
+
+
+def eval_tokens(cfg: PPOConfig) -> int:
+    """Longest greedy answer in evaluation: EVAL_MAX_NEW_TOKENS (40), or the rollout's cap when longer."""
+    from ..toy.evaluation import EVAL_MAX_NEW_TOKENS
+
+    return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
 
 
 def _check(cfg: PPOConfig) -> None:
@@ -474,9 +517,7 @@ class _Run:
     @classmethod
     def start(cls, cfg: PPOConfig, out: Optional[Path], resume: bool, force: bool) -> "_Run":
         from ..models.lm import load_causal_lm
-        from ..prompts import has_chat_template
-        from ..signals.opd import frozen_teacher
-        from ..toy.users import FactEnv
+        from ..toy.users import make_env
         from ..utils import resolve_device
 
         from ..utils import set_threads
@@ -484,23 +525,19 @@ class _Run:
         _check(cfg)
         set_threads(cfg.threads)
         dev = resolve_device(cfg.device)
-        policy, tok = load_causal_lm(cfg.model, device=dev)
-        ref = frozen_teacher(policy)
+        policy, tok = load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
+        cfg, ref = prepare_policy(policy, cfg)
         torch.manual_seed(cfg.seed)
         vhead = ValueHead(policy.config.hidden_size).to(dev) if cfg.advantage == "gae" else None
-        params = list(policy.parameters()) + (list(vhead.parameters()) if vhead else [])
+        params = [p for p in policy.parameters() if p.requires_grad] + (list(vhead.parameters()) if vhead else [])
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-        t = cfg.task
-        kw = dict(user=t.user, relations=t.relations, misconception_share=t.misconception_share,
-                  tokenizer=tok if has_chat_template(tok) else None, questions=t.questions, p_vague=t.p_vague,
-                  form=t.prompt_form)
-        env = FactEnv(seed=cfg.seed, **kw)
-        eval_env = FactEnv(env.world, seed=10_000 + cfg.seed, **kw)
+        env = make_env(cfg.task, cfg.seed, tok)
+        eval_env = make_env(cfg.task, 10_000 + cfg.seed, tok, env.world, evaluation=True)
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
                   Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
         if out is not None and _previous_run(cfg, out, resume, force):
             ck = _load_checkpoint(out / "checkpoint.pt", dev)
-            policy.load_state_dict(ck["model"])
+            policy.load_state_dict(ck["model"], strict=not cfg.lora_rank)  # adapters: the base is the model on disk
             opt.load_state_dict(ck["opt"])
             if vhead is not None:
                 vhead.load_state_dict(ck["vhead"])
@@ -512,7 +549,8 @@ class _Run:
                 f.write(json.dumps(asdict(cfg), indent=1))
         if run.start_step == 0:
             policy.eval()
-            run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks)})
+            run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks,
+                                                                         eval_tokens(cfg))})
         return run
 
     def record(self, metrics: Dict) -> None:
@@ -525,7 +563,10 @@ class _Run:
         if self.cfg.save_every and (step % self.cfg.save_every == 0 or step == self.cfg.steps):
             from ..utils import atomic_write
 
-            ck = {"model": self.policy.state_dict(), "opt": self.optimizer.state_dict(), "history": self.history,
+            from ..models.lora import trainable_state_dict
+
+            model = trainable_state_dict(self.policy) if self.cfg.lora_rank else self.policy.state_dict()
+            ck = {"model": model, "opt": self.optimizer.state_dict(), "history": self.history,
                   "step": step}
             if self.value_head is not None:
                 ck["vhead"] = self.value_head.state_dict()

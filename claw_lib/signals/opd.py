@@ -195,17 +195,23 @@ def explain_turn(model, tokenizer, question: str, response: str, next_state: str
     ``question`` may be the bare question or a whole prompt in one of the kit's forms
     ("问：法国的首都是哪里？答：", "Q: ...\nA:", ChatML ...): a recognised form is kept for both the
     student and the teacher (:func:`claw_lib.prompts.parse_prompt`); a bare question gets the kit's
-    form. The response is tokenised once, as the continuation of the student prompt, and both
+    form. With a chat tokenizer the recognised form's text is kept inside the user turn (typed in the kit's
+    form too), never dropped: ``"chat_template": true`` and ``"prompt"`` (the student prompt scored) say
+    what the model saw. The response is tokenised once, as the continuation of the student prompt, and both
     prompts are scored on those ids. Raises ValueError for an empty response.
     """
-    from ..prompts import build_prompt, parse_prompt, response_text, teacher_prompt
+    from ..prompts import build_prompt, has_chat_template, parse_prompt, response_text, teacher_prompt
     from ..text.corrections import guess_lang
     from ..text.tokens import subtoken_spans
 
     cfg = cfg or OPDConfig()
     parsed = parse_prompt(question)
     form, lang, q = parsed if parsed else ("kit", guess_lang(question, response), question)
-    student = build_prompt(q, lang, tokenizer=tokenizer, form=form)
+    chat = has_chat_template(tokenizer)
+    used = form
+    if parsed and chat and form == "kit":  # typed in the kit's form: the user turn holds it as typed
+        q, used = question.strip(), "bare"
+    student = build_prompt(q, lang, tokenizer=tokenizer, form=used)
     cont = response_text(response, lang, tokenizer, prompt=student)
     ids = encode(tokenizer, cont)
     if not ids:
@@ -213,7 +219,7 @@ def explain_turn(model, tokenizer, question: str, response: str, next_state: str
     sig = judge_turn(response, next_state, judge, cfg, role)
     prompts = [student]
     if sig.hint:
-        prompts.append(teacher_prompt(q, sig.hint, lang, tokenizer=tokenizer, form=form))
+        prompts.append(teacher_prompt(q, sig.hint, lang, tokenizer=tokenizer, form=used))
     lps = token_logprobs(model, tokenizer, prompts, [ids] * len(prompts))
     old, teacher = lps[0], (lps[1] if sig.hint else None)
     if combined:
@@ -225,4 +231,5 @@ def explain_turn(model, tokenizer, question: str, response: str, next_state: str
                "student_logprob": round(float(old[k]), 4),
                "teacher_logprob": None if teacher is None else round(float(teacher[k]), 4),
                "advantage": round(float(adv[k]), 4)} for k, s in enumerate(subtoken_spans(tokenizer, ids))]
-    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "form": form, "tokens": tokens}
+    return {"hint": sig.hint, "accepted": sig.hint is not None, "score": sig.score, "form": form,
+            "chat_template": chat, "prompt": student, "tokens": tokens}

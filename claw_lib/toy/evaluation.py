@@ -24,9 +24,11 @@ __all__ = ["greedy_feedback", "evaluate_policy", "hinted_teacher_score", "EVAL_M
 EVAL_MAX_NEW_TOKENS = 40
 
 
-def greedy_feedback(model, tok, env, tasks: Sequence[Task]) -> Tuple[List[Generation], List[Feedback]]:
-    """Greedy answers to ``tasks`` and the user's feedback on each; the user's RNG is left as it was."""
-    gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=EVAL_MAX_NEW_TOKENS, greedy=True) \
+def greedy_feedback(model, tok, env, tasks: Sequence[Task],
+                    max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> Tuple[List[Generation], List[Feedback]]:
+    """Greedy answers to ``tasks`` (at most ``max_new_tokens`` tokens each) and the user's feedback on each; the
+    user's RNG is left as it was."""
+    gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=max_new_tokens, greedy=True) \
         if tasks else []
     state = env.user.rng.getstate()
     fbs = [env.step(t, g.text.strip()) for t, g in zip(tasks, gens)]
@@ -34,9 +36,9 @@ def greedy_feedback(model, tok, env, tasks: Sequence[Task]) -> Tuple[List[Genera
     return gens, fbs
 
 
-def evaluate_policy(model, tok, env, tasks: Sequence[Task]) -> float:
+def evaluate_policy(model, tok, env, tasks: Sequence[Task], max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> float:
     """Mean user score in [0, 1] of greedy answers to ``tasks`` (no state change in the user's RNG)."""
-    return float(np.mean([f.score for f in greedy_feedback(model, tok, env, tasks)[1]]))
+    return float(np.mean([f.score for f in greedy_feedback(model, tok, env, tasks, max_new_tokens)[1]]))
 
 
 def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:

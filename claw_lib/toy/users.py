@@ -29,7 +29,7 @@ from .tools import TOOL_ALIASES, ToolFact, run_lookup
 from .world import Fact, FactWorld, PairFact
 
 __all__ = ["Feedback", "CorrectingUser", "StudentUser", "TeacherUser", "FactEnv", "Task", "make_user",
-           "states_value"]
+           "states_value", "make_env"]
 
 
 @dataclass
@@ -70,7 +70,10 @@ def states_value(response: str, value: str) -> bool:
 def _correct(fact, response: str, world: FactWorld) -> bool:
     """States the truth and no other value of the same relation (hedging "伦敦或巴黎" fails).
     A :class:`PairFact` is right when each part is, judged on its own clause: the text from its
-    country's name up to the other country's name (both names must be there)."""
+    country's name up to the other country's name (both names must be there). A fact that checks itself
+    (:class:`claw_lib.toy.real_tasks.RealFact`) does so."""
+    if hasattr(fact, "check"):
+        return fact.check(response)
     if isinstance(fact, PairFact):
         r = _norm(response)
         starts = [_find_value(r, _norm(f.subject)) for f in fact.parts]
@@ -284,3 +287,21 @@ class FactEnv:
 
     def step(self, task: Task, response: str) -> Feedback:
         return self.user.reply(task.fact, response)
+
+
+def make_env(task, seed: int, tokenizer=None, world=None, evaluation: bool = False):
+    """The environment of a :class:`~claw_lib.config.TaskConfig` ``task``: a :class:`FactEnv` of the fact world
+    (``task.world == "fact"``) or a :class:`~claw_lib.toy.real_tasks.RealTaskEnv` of the real-world questions
+    ("real"; ``evaluation``: its held-out "eval" split). tokenizer: passed on when it has a chat template;
+    world: the first env's ``world`` to share it."""
+    from ..prompts import has_chat_template
+
+    tok = tokenizer if has_chat_template(tokenizer) else None
+    if task.world == "real":
+        from .real_tasks import RealTaskEnv
+
+        return RealTaskEnv(world, user=task.user, split="eval" if evaluation else "train",
+                           misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
+                           p_vague=task.p_vague, form=task.prompt_form)
+    return FactEnv(world, user=task.user, relations=task.relations, misconception_share=task.misconception_share,
+                   seed=seed, tokenizer=tok, questions=task.questions, p_vague=task.p_vague, form=task.prompt_form)
