@@ -4,6 +4,7 @@ import dataclasses
 import pytest
 
 from claw_lib.config import (
+    PER_MODEL,
     AlignConfig,
     LossConfig,
     OPDConfig,
@@ -13,6 +14,7 @@ from claw_lib.config import (
     field_docs,
     flatten,
     override,
+    validate,
 )
 
 ALL = (AlignConfig, RewardConfig, OPDConfig, TaskConfig, LossConfig, PPOConfig)
@@ -66,9 +68,36 @@ def test_cli_takes_its_defaults_from_the_config(capsys):
 
     a = build_parser().parse_args(["train"])
     flat = flatten(PPOConfig())
-    for path in TRAIN_FLAGS.values():
-        assert getattr(a, path) == flat[path], path
+    for path in TRAIN_FLAGS.values():  # the per-model settings default to None: resolved once the model is known
+        assert getattr(a, path) == (None if path in PER_MODEL else flat[path]), path
+    assert override(PPOConfig(), {p: getattr(a, p) for p in TRAIN_FLAGS.values()}) == PPOConfig()  # tiny: the same
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "checkpoint every N steps when writing to a folder (0: never) (default: 4)" in out
+
+
+def test_per_model_settings():
+    """The tiny GPT's settings are known at once (its recorded results do not move); a real model's come from its
+    parameter count, with adapters by default, and an lr far above the recommended one is flagged."""
+    from claw_lib.config import lr_warning, model_defaults, recommended_lr, resolve_for_model
+
+    tiny = PPOConfig()
+    assert (tiny.lr, tiny.max_new_tokens, tiny.eval_prompts, tiny.lora_rank, tiny.dtype) == (3e-4, 32, 40, 0, "auto")
+    assert model_defaults(1_600_000) == {"lr": 3e-4, "max_new_tokens": 32, "eval_prompts": 40, "lora_rank": 0}
+    real = PPOConfig(model="/some/qwen")
+    assert real.lr is None and real.lora_rank is None
+    r = resolve_for_model(real, 630_000_000)
+    assert r.lora_rank == 16 and r.max_new_tokens == 48 and r.eval_prompts == 32
+    assert r.lr == recommended_lr(630_000_000, adapter=True) == float(f"{20 * 1e-6 * (5e8 / 630e6) ** 0.5:.2g}")
+    assert recommended_lr(500_000_000) == 1e-6 and recommended_lr(200_000_000) == 1e-6      # capped at 1e-6
+    assert recommended_lr(7_000_000_000) == float(f"{1e-6 * (5 / 70) ** 0.5:.2g}")
+    full = resolve_for_model(PPOConfig(model="/some/qwen", lora_rank=0, lr=2e-6), 630_000_000)
+    assert (full.lr, full.lora_rank) == (2e-6, 0)                                          # given settings are kept
+    assert lr_warning(3e-4, 630_000_000, 0).startswith("lr 0.0003 is 337x the 8.9e-07 recommended for full")
+    assert lr_warning(5e-6, 630_000_000, 0) is None and lr_warning(3e-4, 1_600_000, 0) is None
+    assert "LoRA rank 16" in lr_warning(3e-3, 630_000_000, 16)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        validate(PPOConfig(dtype="int8"))
+    with pytest.raises(ValueError, match="lora_rank must be in"):
+        validate(PPOConfig(lora_rank=-1))

@@ -53,3 +53,24 @@ def test_where_an_answer_starts():
         assert response_text("Paris.", "en", prompt=p) == (" Paris." if space else "Paris."), form
         assert response_text("巴黎。", "zh", prompt=build_prompt("法国的首都是哪里？", "zh", form=form)) == "巴黎。"
     assert response_text("Paris.", "en") == " Paris." and response_text("", "en") == "" and response_text(" x", "en") == " x"
+
+
+def test_a_chosen_form_is_kept_inside_a_chat_template():
+    """With a chat template the kit's form and the chat forms put the bare question in the user turn; any other
+    form's text goes inside it (the review found "问：…答：" silently dropped), the hint after it."""
+    from claw_lib.prompts import user_message
+
+    class Tok:
+        chat_template = "x"
+
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+    q = "法国的首都是哪里？"
+    for form in ("kit", "chat", "chat_system"):
+        assert build_prompt(q, "zh", tokenizer=Tok(), form=form) == f"<user>{q}<assistant>"
+    assert build_prompt(q, "zh", tokenizer=Tok(), form="inline") == "<user>问：法国的首都是哪里？答：<assistant>"
+    assert build_prompt("What?", "en", tokenizer=Tok(), form="roles") == "<user>User: What?\nAssistant:<assistant>"
+    assert teacher_prompt(q, "巴黎。", "zh", tokenizer=Tok(), form="inline") == \
+        "<user>问：法国的首都是哪里？答：" + HINT_MARKER + "巴黎。<assistant>"
+    assert user_message("q", "en", "bare") == "q"

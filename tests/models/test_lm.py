@@ -99,3 +99,39 @@ def test_missing_models_are_clear_errors(tmp_path, monkeypatch):
     monkeypatch.setattr(lm, "TINY_LM_DIR", tmp_path / "nothing")
     with pytest.raises(ModelNotAvailableError, match="claw pretrain"):
         load_causal_lm("tiny")
+
+
+def test_generation_stops_on_every_end_token(random_lm):
+    """The stop ids are the tokenizer's eos and every eos the generation config lists; a response ends at the
+    first of them (greedy: cut the unconstrained answer at its second token)."""
+    from claw_lib.models.lm import stop_token_ids
+
+    model, tok = random_lm
+    p = ["问：法国的首都是哪里？\n答："]
+    free = generate(model, tok, p, max_new_tokens=6, greedy=True)[0]
+    eos = tok.eos_token_id
+    saved = model.generation_config.eos_token_id
+    other = next(t for t in free.ids[1:] if t != eos)
+    try:
+        model.generation_config.eos_token_id = eos
+        assert stop_token_ids(model, tok) == [eos]
+        model.generation_config.eos_token_id = [eos, other]
+        assert stop_token_ids(model, tok) == [eos, other]
+        cut = generate(model, tok, p, max_new_tokens=6, greedy=True)[0]
+    finally:
+        model.generation_config.eos_token_id = saved
+    k = free.ids.index(other)
+    assert cut.ids == free.ids[:k + 1] and cut.finished and other not in tok.encode(cut.text)
+
+
+def test_dtypes_and_peak_memory():
+    from claw_lib.models.lm import bf16_supported, peak_memory_gib, resolve_dtype
+
+    assert resolve_dtype("auto", "cpu", "tiny") == torch.float32 and resolve_dtype(None, "cpu", "tiny") == torch.float32
+    assert resolve_dtype("auto", "cpu", "/a/qwen") == (torch.bfloat16 if bf16_supported("cpu") else torch.float32)
+    assert resolve_dtype("bfloat16") == torch.bfloat16 and resolve_dtype(torch.float16) == torch.float16
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        resolve_dtype("int4")
+    import resource
+
+    assert peak_memory_gib("cpu") == pytest.approx(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, rel=0.05)
