@@ -6,6 +6,7 @@
     claw align --input FILE.jsonl      one JSON line per input line {"output", "correction"}
     claw rewards OUTPUT CORRECTION --strategy {binary,continuous,perplexity,sentence} [--json]
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
+    claw opd --input FILE.jsonl        one JSON line per input line {"prompt", "response", "next_state"}
     claw train --strategy S --user U --steps N --seed K --out DIR [--engine trl]   PPO on the fact world
     claw reproduce [--grid quick|full|table3|table3-extra] [--out DIR]   the ablation grid: table, CSV, curves
 
@@ -136,7 +137,7 @@ def _cmd_rewards(a) -> int:
     if a.strategy == "perplexity":
         from ..models.lm import load_causal_lm
 
-        judge = load_causal_lm(a.judge, device=a.device)
+        judge = load_causal_lm(a.judge, device=a.device, dtype=a.dtype)
 
     def one(r):
         return token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc, judge=judge,
@@ -280,8 +281,18 @@ def _cmd_opd(a) -> int:
     from ..models.lm import load_causal_lm
     from ..signals.opd import explain_turn
 
-    model, tok = load_causal_lm(a.model, device=a.device)
+    turn = (a.prompt, a.response, a.next_state)
+    if a.input and any(x is not None for x in turn):
+        raise CLIError("claw opd: give either --prompt/--response/--next-state or --input FILE, not both")
+    if not a.input and any(x is None for x in turn):
+        raise CLIError("claw opd: need --prompt, --response and --next-state (or --input FILE.jsonl)")
+    records = _read_jsonl(a.input, ("prompt", "response", "next_state")) if a.input else None
+    model, tok = load_causal_lm(a.model, device=a.device, dtype=a.dtype)  # loaded once for every line
     cfg = OPDConfig(clip=a.clip, kappa=a.kappa, w_rl=a.w_rl, w_opd=a.w_opd)
+    if records is not None:
+        return _write_jsonl(records, lambda r: explain_turn(model, tok, r["prompt"], r["response"], r["next_state"], cfg,
+                                                            combined=a.combined, role=r.get("role", a.role)),
+                            a.input, a.out, a.force, "opd")
     out = explain_turn(model, tok, a.prompt, a.response, a.next_state, cfg, combined=a.combined, role=a.role)
     if a.json:
         print(json.dumps(out, ensure_ascii=False))
@@ -309,9 +320,11 @@ TRAIN_FLAGS = {
     "--batch-size": "batch_size", "--advantage": "advantage", "--kl-coef": "loss.kl_coef",
     "--save-every": "save_every", "--model": "model", "--device": "device", "--temperature": "temperature",
     "--opd-clip": "opd.clip", "--loss-agg": "loss.loss_agg", "--eps-high": "loss.eps_high",
+    "--dtype": "dtype", "--threads": "threads", "--max-new-tokens": "max_new_tokens", "--eval-size": "eval_prompts",
+    "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world",
 }
 #: types of the options whose default is None
-_NONE_DEFAULT_TYPES = {"loss.loss_agg": str}
+_NONE_DEFAULT_TYPES = {"loss.loss_agg": str, "lr": float, "max_new_tokens": int, "eval_prompts": int, "lora_rank": int}
 
 
 def _declaring_class(path: str):
@@ -324,21 +337,21 @@ def _declaring_class(path: str):
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
-    from ..config import ADVANTAGES, LOSS_AGGREGATIONS, PPO_STRATEGIES
+    from ..config import ADVANTAGES, DTYPES, LOSS_AGGREGATIONS, PER_MODEL, PPO_STRATEGIES, WORLDS
 
     defaults = flatten(PPOConfig())
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "task.questions": ("single", "pair"),
-               "advantage": ADVANTAGES, "loss.loss_agg": LOSS_AGGREGATIONS}
+               "advantage": ADVANTAGES, "loss.loss_agg": LOSS_AGGREGATIONS, "dtype": DTYPES, "task.world": WORLDS}
     for flag, path in TRAIN_FLAGS.items():
         cls, name = _declaring_class(path)
-        default = defaults[path]
+        default = None if path in PER_MODEL else defaults[path]  # per model: resolved once the model is loaded
         typ = type(default) if default is not None else _NONE_DEFAULT_TYPES.get(path, float)
         if typ in (int, float):
             typ = _number(typ)  # finite numbers; ranges are checked by config.validate, naming the flag
         doc = field_docs(cls).get(name, "")
         p.add_argument(flag, dest=path, type=typ, default=default, choices=choices.get(path),
                        metavar=None if path in choices else flag.lstrip("-").upper().replace("-", "_"),
-                       help=f"{doc} (default: {default})".replace("%", "%%"))
+                       help=f"{doc} (default: {'per model' if path in PER_MODEL else default})".replace("%", "%%"))
 
 
 def _cmd_train(a) -> int:
@@ -366,8 +379,10 @@ def _cmd_train(a) -> int:
         return 130
     scores = [h["eval/score"] for h in hist if "eval/score" in h]
     trained = sum(1 for h in hist if h["step"] > 0)
+    peak = max((h["memory/peak_gib"] for h in hist if "memory/peak_gib" in h), default=None)
     print(f"{cfg.strategy} / {cfg.task.user} / seed {cfg.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f} "
-          f"after {trained} steps" + (f"; metrics in {a.out}/metrics.csv" if a.out else ""))
+          f"after {trained} steps" + (f"; peak memory {peak:.2f} GiB" if peak is not None else "")
+          + (f"; metrics in {a.out}/metrics.csv" if a.out else ""))
     return 0
 
 
@@ -442,7 +457,7 @@ def _cmd_pretrain(a) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``claw`` parser; building it imports no torch (``claw --help`` answers at once)."""
-    from ..config import PPO_STRATEGIES
+    from ..config import DTYPES, PPO_STRATEGIES
     from ..rl.grids import GRIDS, SETTINGS
 
     parser = _Parser(prog="claw", description="claw-kit: token-level supervision from user corrections")
@@ -458,13 +473,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", default="binary", choices=REWARD_STRATEGIES)
     p.add_argument("--question", default=None, help="the question the output answers (perplexity context)")
     p.add_argument("--judge", default="tiny", help="judge LM for perplexity: 'tiny' or a HF name/path")
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="the judge's dtype (auto: float32 for the tiny GPT, else bfloat16 where the device has it)")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours")
     p.set_defaults(func=_cmd_rewards)
     p = sub.add_parser("opd", help="hindsight OPD advantages of a response, from the next state")
-    p.add_argument("--prompt", required=True,
-                   help="the user's question, or a whole prompt in one of the kit's forms (e.g. '问：...答：')")
-    p.add_argument("--response", required=True, help="the model's response")
-    p.add_argument("--next-state", required=True, help="the user's next message (or a tool's output: --role tool)")
+    p.add_argument("--prompt",
+                   help="the user's question, or a whole prompt in one of the kit's forms (e.g. '问：...答：'; with a "
+                        "chat model the form's text is kept inside the user turn)")
+    p.add_argument("--response", help="the model's response")
+    p.add_argument("--next-state", help="the user's next message (or a tool's output: --role tool)")
+    p.add_argument("--input", metavar="FILE.jsonl",
+                   help="batch mode: lines with 'prompt', 'response', 'next_state' (and optionally 'role'); the model "
+                        "is loaded once; one JSON line per input line")
+    p.add_argument("--out", metavar="FILE", help="batch mode: write JSON lines here (default stdout); never the input")
+    p.add_argument("--force", action="store_true", help="batch mode: replace an existing --out file")
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="the model's dtype (auto: float32 for the tiny GPT, else bfloat16 where the device has it)")
     p.add_argument("--role", default="user", choices=["user", "tool"], help="who wrote the next state")
     p.add_argument("--model", default="tiny", help="'tiny' or a HF causal LM name/path (policy and teacher)")
     p.add_argument("--device", default="auto", help="cpu | cuda | auto (default: CUDA when present)")
@@ -525,9 +550,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
+    import warnings
+
     from ..models.loading import ModelNotAvailableError
     from ..utils import DeviceNotAvailableError, FolderBusyError
 
+    def one_line(message, category, *args, **kwargs):  # a setting far outside what the model takes: one line
+        if issubclass(category, UserWarning) and not issubclass(category, (DeprecationWarning, FutureWarning)):
+            print(f"claw {a.command}: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = one_line
     try:
         return a.func(a)
     except CLIError as e:

@@ -84,7 +84,9 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
                       "pip install 'trl==1.16.*' 'accelerate>=1.0' (or the kit's dev extra)") from e
 
 from ..config import PPOConfig, override
-from ..models.lm import pack, pad_token_id
+from ..models.lm import pack, pad_token_id, peak_memory_gib
+from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
+from ..models.lora import has_lora
 from ..rl.ppo import (
     Advantages,
     Rollout,
@@ -95,6 +97,8 @@ from ..rl.ppo import (
     compute_advantages,
     compute_signals,
     decode_response,
+    eval_tokens,
+    prepare_policy,
 )
 from ..signals.opd import frozen_teacher
 from ..toy.evaluation import evaluate_policy
@@ -132,29 +136,6 @@ def task_dataset(tasks: Sequence[Task]) -> Dataset:
     one) and the row's index into ``tasks``, which the trainer uses to give the feedback function the
     kit's :class:`~claw_lib.toy.users.Task` back."""
     return Dataset.from_dict({"prompt": [t.prompt for t in tasks], "task_index": list(range(len(tasks)))})
-
-
-class _AdapterDisabled:
-    """A PEFT model seen with its adapter switched off for each forward: the base model. For a fresh
-    LoRA adapter (B = 0 at the start) that is exactly the initial policy, so it serves as the frozen
-    teacher without a second copy of the weights. Has what the kit's log-prob helpers use."""
-
-    def __init__(self, peft_model):
-        self.peft_model = peft_model
-
-    @property
-    def config(self):
-        return self.peft_model.config
-
-    def parameters(self):
-        return self.peft_model.parameters()
-
-    def eval(self):
-        return self
-
-    def __call__(self, *args, **kwargs):
-        with self.peft_model.disable_adapter():
-            return self.peft_model(*args, **kwargs)
 
 
 class _WithPositionIds:
@@ -209,7 +190,7 @@ class ClawGRPOTrainer(GRPOTrainer):
 
             model, tok = load_causal_lm(model)
             processing_class = processing_class or tok
-        peft = peft_config is not None or hasattr(model, "peft_config")
+        peft = peft_config is not None or hasattr(model, "peft_config") or has_lora(model)
         needs_ref = cfg.strategy in ("opd", "combined", "perplexity")
         # The copy is taken before GRPOTrainer patches the model's forward (add_fused_lm_head): a deep
         # copy of the patched model would call the original model's weights.
@@ -259,7 +240,7 @@ class ClawGRPOTrainer(GRPOTrainer):
     def _make_scorer(self, judge) -> Scorer:
         """The kit's :class:`~claw_lib.rl.ppo.Scorer` with this trainer's teacher (and perplexity judge)."""
         unwrapped = self.accelerator.unwrap_model(self.model)
-        peft = hasattr(unwrapped, "peft_config") and hasattr(unwrapped, "disable_adapter")
+        peft = (hasattr(unwrapped, "peft_config") and hasattr(unwrapped, "disable_adapter")) or has_lora(unwrapped)
         ref = _AdapterDisabled(unwrapped) if peft else self._frozen
         sharded = self.is_fsdp_enabled or (self.is_deepspeed_enabled
                                            and self.accelerator.state.deepspeed_plugin.zero_stage == 3)
@@ -369,7 +350,7 @@ class ClawGRPOTrainer(GRPOTrainer):
             was = m.training
             m.eval()
             try:
-                return evaluate_policy(m, self.processing_class, self.eval_env, self.eval_tasks)
+                return evaluate_policy(m, self.processing_class, self.eval_env, self.eval_tasks, eval_tokens(self.cfg))
             finally:
                 m.train(was)
 
@@ -409,7 +390,8 @@ class ClawGRPOTrainer(GRPOTrainer):
             return
         step, total = self.state.global_step // cycle, max(self.args.max_steps // cycle, 1)
         m = {"step": step, **self._step_metrics, "policy/loss": float(logs["loss"]),
-             "timing/update_s": time.perf_counter() - self._update_t0}
+             "timing/update_s": time.perf_counter() - self._update_t0,
+             "memory/peak_gib": peak_memory_gib(str(self.accelerator.device))}
         for trl_key, key in (("entropy", "policy/entropy"), ("clip_ratio/region_mean", "policy/clipfrac"),
                              ("kl", "objective/kl")):
             if logs.get(trl_key) is not None:
@@ -469,6 +451,10 @@ def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_p
     launch`` / ``torchrun``; 1 without a launcher). ``overrides`` go to ``GRPOConfig`` last (``use_vllm=True``,
     ``bf16=True``, ``activation_checkpointing=True``, ...).
     """
+    missing = [k for k in ("lr", "max_new_tokens", "eval_prompts") if getattr(cfg, k) is None]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} depend on the model: resolve them first (make_trainer does, or "
+                         "claw_lib.config.resolve_for_model(cfg, n_params))")
     L = cfg.loss.for_strategy(cfg.strategy)
     # the launcher's WORLD_SIZE (torchrun / accelerate launch): accelerate's state is set up by the
     # GRPOConfig itself (with use_cpu), and creating it earlier would set it up without that flag
@@ -501,15 +487,6 @@ def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_p
     return GRPOConfig(**kw)
 
 
-def _env_kwargs(cfg: PPOConfig, tokenizer) -> Dict:
-    from ..prompts import has_chat_template
-
-    t = cfg.task
-    return dict(user=t.user, relations=t.relations, misconception_share=t.misconception_share,
-                tokenizer=tokenizer if has_chat_template(tokenizer) else None, questions=t.questions,
-                p_vague=t.p_vague)
-
-
 def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
                  peft_config=None, model=None, tokenizer=None, grpo_args: Optional[Dict] = None) -> ClawGRPOTrainer:
     """A :class:`ClawGRPOTrainer` for the toy world with the settings of ``claw_lib.rl.ppo.train(cfg)``.
@@ -518,23 +495,29 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     sample at step k (``FactEnv`` re-seeded with ``seed * 100_003 + k``); the user answering them is
     ``FactEnv.step`` of a ``FactEnv(seed=cfg.seed)`` (one per process, seeded apart); ``eval/score``
     uses the same evaluation env and prompts as ``train`` (``FactEnv(seed=10_000 + seed)``,
-    ``eval_prompts`` tasks). model / tokenizer: an already loaded policy (default:
-    ``load_causal_lm(cfg.model)``, on the CPU; accelerate moves it); grpo_args: ``GRPOConfig``
-    overrides (see :func:`grpo_config`).
+    ``eval_prompts`` tasks; with ``task.world == "real"`` the real-world questions, evaluated on their "eval"
+    split). model / tokenizer: an already loaded policy (default: ``load_causal_lm(cfg.model)`` in
+    ``cfg.dtype``, on the CPU; accelerate moves it); grpo_args: ``GRPOConfig`` overrides (see
+    :func:`grpo_config`). The per-model settings are resolved from the model
+    (:func:`claw_lib.rl.ppo.prepare_policy`): with ``lora_rank > 0`` and no ``peft_config`` the kit's own
+    adapters are added (claw_lib.models.lora; the teacher is then the adapter-disabled model, no copy).
     """
-    from ..models.lm import load_causal_lm
-    from ..toy.users import FactEnv
+    from ..models.lm import load_causal_lm, resolve_dtype
+    from ..toy.users import make_env
+    from ..utils import resolve_device
 
     set_threads(cfg.threads)
     if model is None:
-        model, tok = load_causal_lm(cfg.model)
+        model, tok = load_causal_lm(cfg.model, dtype=resolve_dtype(cfg.dtype, resolve_device(cfg.device), cfg.model))
         tokenizer = tokenizer or tok
     elif tokenizer is None:
         raise ValueError("pass the tokenizer with the model (make_trainer(cfg, model=m, tokenizer=tok))")
+    if peft_config is not None and cfg.lora_rank is None:
+        cfg = replace(cfg, lora_rank=int(getattr(peft_config, "r", 16)))   # the adapter's learning rate
+    cfg, _ = prepare_policy(model, cfg, reference=False, adapters=peft_config is None)
     args = grpo_config(cfg, Path(out_dir) / "trl" if out_dir else None, num_generations, **(grpo_args or {}))
-    kw = _env_kwargs(cfg, tokenizer)
-    env = FactEnv(seed=cfg.seed, **kw)
-    eval_env = FactEnv(env.world, seed=10_000 + cfg.seed, **kw)
+    env = make_env(cfg.task, cfg.seed, tokenizer)
+    eval_env = make_env(cfg.task, 10_000 + cfg.seed, tokenizer, env.world, evaluation=True)
     tasks: List[Task] = []
     for step in range(cfg.steps):
         env.reset(cfg.seed * 100_003 + step)
@@ -546,7 +529,8 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
         raise ValueError(f"one generation batch holds {args.generation_batch_size} completions "
                          f"({trainer.accelerator.num_processes} processes), not the config's batch_size {cfg.batch_size}")
     # the user who answers: one per process, its replies seeded apart (the process index is known now)
-    trainer.feedback = FactEnv(env.world, seed=cfg.seed + 7_919 * trainer.accelerator.process_index, **kw).step
+    trainer.feedback = make_env(cfg.task, cfg.seed + 7_919 * trainer.accelerator.process_index, tokenizer,
+                                env.world).step
     if not cfg.progress:  # without a progress bar transformers prints every log dict instead
         trainer.remove_callback(PrinterCallback)
     return trainer

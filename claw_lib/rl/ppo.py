@@ -96,6 +96,7 @@ METRICS = {
     "timing/score_s": "seconds spent judging and computing the per-token signals",
     "timing/update_s": "seconds spent on advantages and the PPO update",
     "timing/rollout_tokens": "response tokens sampled this step",
+    "timing/load_s": "step 0 only: seconds to load the model and set up the run (adapters, reference, encoder)",
     "memory/peak_gib": "peak memory of the process so far, GiB: torch.cuda.max_memory_allocated on a GPU, the peak "
                        "resident set size (ru_maxrss: weights, optimizer, activations, Python) on the CPU",
 }
@@ -454,13 +455,14 @@ def needs_reference(cfg: PPOConfig) -> bool:
     return bool(cfg.loss.kl_coef) or frozen_teacher_used or cfg.strategy == "perplexity"
 
 
-def prepare_policy(policy, cfg: PPOConfig):
+def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: bool = True):
     """The settings and the reference of a run on ``policy`` (a loaded causal LM): the per-model settings
     (None in ``cfg``) resolved from its parameter count (:func:`claw_lib.config.resolve_for_model`), a warning
     (``UserWarning``, one line) when the learning rate is far above what the model can take, LoRA adapters
     added in place when ``lora_rank > 0`` (:mod:`claw_lib.models.lora`), and the reference: the adapter-disabled
     view of the same model with adapters (no copy), a frozen copy when :func:`needs_reference`, else None.
-    Returns (resolved cfg, reference)."""
+    ``reference=False``: no reference is made (None); ``adapters=False``: none are added (a PEFT adapter's rank
+    in ``cfg.lora_rank`` then only picks the learning rate). Returns (resolved cfg, reference)."""
     import warnings
 
     from ..config import lr_warning, resolve_for_model, validate
@@ -473,10 +475,10 @@ def prepare_policy(policy, cfg: PPOConfig):
     msg = lr_warning(cfg.lr, n, cfg.lora_rank)
     if msg:
         warnings.warn(msg, UserWarning, stacklevel=3)
-    if cfg.lora_rank:
+    if cfg.lora_rank and adapters:
         add_lora(policy, cfg.lora_rank)
-        return cfg, AdapterDisabled(policy)
-    return cfg, (frozen_teacher(policy) if needs_reference(cfg) else None)
+        return cfg, (AdapterDisabled(policy) if reference else None)
+    return cfg, (frozen_teacher(policy) if reference and needs_reference(cfg) else None)
 
 
 def eval_tokens(cfg: PPOConfig) -> int:
@@ -525,6 +527,7 @@ class _Run:
         _check(cfg)
         set_threads(cfg.threads)
         dev = resolve_device(cfg.device)
+        t_load = time.time()
         policy, tok = load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
         cfg, ref = prepare_policy(policy, cfg)
         torch.manual_seed(cfg.seed)
@@ -549,8 +552,9 @@ class _Run:
                 f.write(json.dumps(asdict(cfg), indent=1))
         if run.start_step == 0:
             policy.eval()
+            load_s = time.time() - t_load
             run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks,
-                                                                         eval_tokens(cfg))})
+                                                                         eval_tokens(cfg)), "timing/load_s": load_s})
         return run
 
     def record(self, metrics: Dict) -> None:

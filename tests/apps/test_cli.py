@@ -128,3 +128,37 @@ def test_help_imports_no_torch():
     r = subprocess.run([sys.executable, "-m", "claw_lib.apps.cli", "train", "--help"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and "--kl-coef" in r.stdout
+
+
+def test_cli_opd_batch_loads_the_model_once(tmp_path, capsys):
+    f = tmp_path / "turns.jsonl"
+    rows = [{"prompt": "法国的首都是哪里？", "response": "法国的首都是伦敦。", "next_state": "不对，法国的首都是巴黎。"},
+            {"prompt": "问：法国的首都是哪里？答：", "response": "法国的首都是巴黎。", "next_state": "谢谢！"},
+            {"prompt": "x"}]
+    f.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    assert main(["opd", "--input", str(f), "--out", str(tmp_path / "out.jsonl")]) == 1   # one bad line
+    out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert out[0]["accepted"] and min(out[0]["tokens"], key=lambda t: t["advantage"])["text"] in ("伦", "敦")
+    assert out[1]["form"] == "inline" and not out[1]["chat_template"] and not out[1]["accepted"]
+    assert out[2] == {"line": 3, "error": "needs string fields 'prompt' and 'response' and 'next_state'"}
+    assert main(["opd", "--input", str(f), "--prompt", "q"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["opd", "--prompt", "q"]) == 2
+    assert "need --prompt, --response and --next-state" in capsys.readouterr().err
+
+
+def test_cli_train_flags_and_the_lr_warning(tmp_path, capsys):
+    """The real-model flags reach the config; an lr far above the model's recommended one gets one warning line;
+    the summary reports the peak memory."""
+    rc = main(["train", "--strategy", "binary_rl", "--steps", "1", "--batch-size", "2", "--eval-size", "3",
+               "--max-new-tokens", "5", "--threads", "1", "--dtype", "float32", "--lr", "1", "--save-every", "0",
+               "--out", str(tmp_path / "run")])
+    cap = capsys.readouterr()
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert rc == 0 and (cfg["eval_prompts"], cfg["max_new_tokens"], cfg["threads"], cfg["dtype"], cfg["lr"],
+                        cfg["lora_rank"]) == (3, 5, 1, "float32", 1.0, 0)
+    warn = [ln for ln in cap.err.splitlines() if "warning" in ln]
+    assert len(warn) == 1 and warn[0].startswith("claw train: warning: lr 1 is 3333x the 0.0003 recommended")
+    assert "peak memory" in cap.out and "GiB" in cap.out
+    assert main(["train", "--task", "real", "--user", "tool", "--steps", "1"]) == 2
+    assert "--task 'real' has the users" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from claw_lib.config import LossConfig, PPOConfig, TaskConfig, override
+from claw_lib.config import LossConfig, OPDConfig, PPOConfig, TaskConfig, override
 from claw_lib.rl.ppo import STRATEGIES, train
 
 GOLDEN = Path(__file__).parent / "golden" / "trajectories.json"
@@ -176,3 +176,51 @@ def test_public_stages_give_what_train_gives():
     per_response = (A * M).sum(1) / M.sum(1).clamp(min=1)
     rows = adv.sample_rows.float()
     assert stats["policy/loss"] == pytest.approx(-float((per_response * rows).sum() / rows.sum()), abs=1e-6)
+
+
+def test_a_reference_only_when_something_needs_it():
+    """No frozen copy of the policy unless the KL term, the frozen OPD teacher or the perplexity judge needs it;
+    with adapters the reference is the same model with them switched off (no copy either)."""
+    from claw_lib.models.lora import AdapterDisabled
+    from claw_lib.rl.ppo import _Run, needs_reference
+
+    assert not needs_reference(PPOConfig(strategy="binary_rl"))
+    assert not needs_reference(PPOConfig(strategy="combined", opd=OPDConfig(teacher="live")))
+    assert needs_reference(PPOConfig(strategy="combined")) and needs_reference(PPOConfig(strategy="perplexity"))
+    assert needs_reference(override(PPOConfig(strategy="binary_rl"), {"loss.kl_coef": 0.1}))
+    run = _Run.start(PPOConfig(strategy="binary_rl", eval_prompts=2, progress=False), None, False, False)
+    assert run.ref is None and run.scorer.teacher is None
+    run = _Run.start(PPOConfig(strategy="combined", eval_prompts=2, progress=False), None, False, False)
+    assert run.ref is not None and run.ref is not run.policy and run.scorer.teacher is run.ref
+    run = _Run.start(PPOConfig(strategy="combined", lora_rank=2, eval_prompts=2, progress=False), None, False, False)
+    assert isinstance(run.ref, AdapterDisabled) and run.ref.model is run.policy and run.scorer.teacher is run.ref
+
+
+def test_lora_run_trains_only_the_adapters_and_keeps_the_teacher(tmp_path):
+    """A run with adapters: only they change (the base weights are bit-identical after training), the teacher
+    scores as the initial model, the checkpoint holds the adapters only, and the run resumes to the same result."""
+    from claw_lib.models.lm import ids_logprobs, load_causal_lm
+    from claw_lib.rl.ppo import _Run
+
+    cfg = PPOConfig(strategy="combined", steps=2, batch_size=4, eval_prompts=4, lora_rank=4, lr=3e-2, save_every=1,
+                    progress=False)
+    run = _Run.start(cfg, None, False, False)
+    base0 = {n: p.detach().clone() for n, p in run.policy.named_parameters() if not p.requires_grad}
+    from claw_lib.rl.ppo import _train
+
+    _train(run, None)
+    moved = [n for n, p in run.policy.named_parameters() if p.requires_grad]
+    assert moved and all("lora_" in n for n in moved)
+    assert all(torch.equal(p, base0[n]) for n, p in run.policy.named_parameters() if not p.requires_grad)
+    initial, tok = load_causal_lm("tiny")
+    ro_p, ro_r = [[5, 6, 7]], [[8, 9, 10, 11]]
+    t_lp = ids_logprobs(run.ref, ro_p, ro_r, 0)[0][0]
+    assert np.allclose(t_lp, ids_logprobs(initial, ro_p, ro_r, 0)[0][0], atol=1e-5)
+    assert not np.allclose(ids_logprobs(run.policy, ro_p, ro_r, 0)[0][0], t_lp, atol=1e-4)
+    full = train(cfg, tmp_path / "full")
+    ck = torch.load(tmp_path / "full" / "checkpoint.pt", weights_only=False)
+    assert ck["model"] and all("lora_" in n for n in ck["model"])
+    part = train(cfg, tmp_path / "part", stop_after=1)
+    resumed = train(cfg, tmp_path / "part")
+    assert len(part) == 2 and strip_timings(resumed) == strip_timings(full)
+    assert all(h["memory/peak_gib"] > 0 for h in full[1:]) and full[0]["timing/load_s"] > 0
