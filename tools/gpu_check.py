@@ -4,6 +4,12 @@ scoring / update, response tokens per second and peak GPU memory, printed and wr
 
     python tools/gpu_check.py                        # on the GPU machine: writes results/gpu.md (8 minutes at most)
     python tools/gpu_check.py --device cpu --small --out /tmp/gpu.md   # the same code paths on a CPU, in seconds
+    python tools/gpu_check.py --model /path/to/Qwen2.5-0.5B-Instruct --out results/gpu_real.md   # a real model
+
+Every run uses the per-model defaults (claw_lib.config.model_defaults): models above 50M parameters train LoRA
+adapters (rank 16) in bfloat16 where the GPU has it, with no frozen copy of the weights; ``--lora-rank 0`` measures
+full fine-tuning instead. With ``--model`` the real model replaces the random Qwen-shaped one and trains on the
+real-world questions with the teacher user (claw_lib.toy.real_tasks), so its eval score means something.
 
 Needs torch, transformers, trl and accelerate; nothing from the network (the Qwen-shaped model is built from its
 config with random weights and the tiny GPT's tokenizer, so its answers are noise: only speed and memory count).
@@ -61,14 +67,16 @@ def summarise(history, device: str) -> dict:
             "eval_score": history[-1].get("eval/score", float("nan"))}
 
 
-def run_one(engine: str, model: str, strategy: str, steps: int, device: str, batch_size: int) -> dict:
+def run_one(engine: str, model: str, strategy: str, steps: int, device: str, batch_size: int,
+            lora_rank=None, real: bool = False) -> dict:
     import torch
 
-    from claw_lib.config import PPOConfig
+    from claw_lib.config import PPOConfig, TaskConfig
     from claw_lib.rl.ppo import train
 
     cfg = PPOConfig(strategy=strategy, model=model, device=device, steps=steps, batch_size=batch_size,
-                    eval_every=0, eval_prompts=8, progress=False, seed=0)
+                    eval_every=0, eval_prompts=8, progress=False, seed=0, lora_rank=lora_rank,
+                    task=TaskConfig(world="real", user="teacher") if real else TaskConfig())
     cuda = device.startswith("cuda")
     if cuda:
         torch.cuda.empty_cache()
@@ -79,10 +87,11 @@ def run_one(engine: str, model: str, strategy: str, steps: int, device: str, bat
     else:
         from claw_lib.integrations.trl import train_trl
 
-        hist = train_trl(cfg, num_generations=2, grpo_args={"report_to": [], "bf16": cuda and model != "tiny"})
+        hist = train_trl(cfg, num_generations=2, grpo_args={"report_to": []})
     out = summarise(hist, device)
+    peaks = [h["memory/peak_gib"] for h in hist if "memory/peak_gib" in h]
     out.update(engine=engine, strategy=strategy, total_s=time.perf_counter() - t,
-               peak_gib=torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan"))
+               peak_gib=torch.cuda.max_memory_allocated() / 2**30 if cuda else max(peaks, default=float("nan")))
     return out
 
 
@@ -109,6 +118,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch-size", type=int, default=16, help="prompts per step (default 16)")
     ap.add_argument("--small", action="store_true", help="a tiny Qwen-shaped model (for a CPU dry run)")
     ap.add_argument("--no-trl", action="store_true", help="skip the TRL engine")
+    ap.add_argument("--model", default=None, help="a real causal LM folder to measure instead of the random Qwen shape")
+    ap.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (0: full fine-tuning; default: per model)")
     a = ap.parse_args(argv)
     from claw_lib.utils import check_new_file, publish_report
 
@@ -129,15 +140,19 @@ def main(argv=None) -> int:
     rows = []
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        qwen = qwen_shaped_model(Path(tmp), a.small)
-        models = {"tiny GPT (1.6M, fp32)": "tiny",
-                  ("Qwen2.5-0.5B shape, random, bf16" if not a.small else "Qwen2-shaped, small, bf16"): qwen}
+        if a.model:
+            other = {f"{Path(a.model).name} (real-world questions, teacher)": a.model}
+        else:
+            other = {("Qwen2.5-0.5B shape, random, bf16" if not a.small else "Qwen2-shaped, small, bf16"):
+                     qwen_shaped_model(Path(tmp), a.small)}
+        models = {"tiny GPT (1.6M, fp32)": "tiny", **other}
         for label, model in models.items():
             for engine in engines:
                 for strategy in ("binary_rl", "combined"):
                     print(f"[{time.perf_counter() - t0:6.0f} s] {label} / {engine} / {strategy}", flush=True)
                     try:
-                        r = run_one(engine, model, strategy, a.steps, a.device, a.batch_size)
+                        r = run_one(engine, model, strategy, a.steps, a.device, a.batch_size,
+                                    None if model == "tiny" else a.lora_rank, real=model == a.model)
                     except Exception as e:  # one failing run must not hide the others' numbers
                         r = {"engine": engine, "strategy": strategy, "error": f"{type(e).__name__}: {str(e)[:160]}"}
                     r["model"] = label
@@ -153,7 +168,8 @@ def main(argv=None) -> int:
         f"total {time.perf_counter() - t0:.0f} s.", "",
         table(rows), "",
         "step s = rollout (sampling, log-probs, the user's replies) + scoring (judge, signals, teacher pass) + update;",
-        "tokens = sampled response tokens; peak GiB = torch.cuda.max_memory_allocated during the run.", ""])
+        "tokens = sampled response tokens; peak GiB = torch.cuda.max_memory_allocated during the run (CPU: peak RSS of",
+        "the process so far); per-model defaults (models above 50M parameters: LoRA rank 16, bf16 where supported).", ""])
     publish_report(text, a.out)
     return 1 if any("error" in r for r in rows) else 0
 

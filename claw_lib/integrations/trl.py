@@ -208,6 +208,7 @@ class ClawGRPOTrainer(GRPOTrainer):
         self._pending_feedback: Optional[List[Feedback]] = None
         self._step_metrics: Dict = {}
         self._update_t0 = 0.0
+        self.load_s: Optional[float] = None  # make_trainer: seconds to load the model and build the trainer
         super().__init__(model=model, reward_funcs=[self.user_score], args=args,
                          train_dataset=train_dataset if train_dataset is not None else task_dataset(self.tasks),
                          processing_class=processing_class, peft_config=peft_config, **kwargs)
@@ -368,7 +369,8 @@ class ClawGRPOTrainer(GRPOTrainer):
                 (self.out_dir / "config.json").write_text(json.dumps(asdict(self.cfg), indent=1))
                 (self.out_dir / "engine.json").write_text(json.dumps(self.engine_settings(), indent=1))
             score = self.eval_score()
-            self._record({"step": 0, **({"eval/score": score} if score is not None else {})})
+            self._record({"step": 0, **({"eval/score": score} if score is not None else {}),
+                          **({"timing/load_s": self.load_s} if self.load_s is not None else {})})
         return super().train(*args, **kwargs)
 
     def engine_settings(self) -> Dict:
@@ -507,6 +509,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     from ..utils import resolve_device
 
     set_threads(cfg.threads)
+    t_load = time.perf_counter()
     if model is None:
         model, tok = load_causal_lm(cfg.model, dtype=resolve_dtype(cfg.dtype, resolve_device(cfg.device), cfg.model))
         tokenizer = tokenizer or tok
@@ -533,6 +536,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
                                 env.world).step
     if not cfg.progress:  # without a progress bar transformers prints every log dict instead
         trainer.remove_callback(PrinterCallback)
+    trainer.load_s = time.perf_counter() - t_load
     return trainer
 
 
