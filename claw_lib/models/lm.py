@@ -25,7 +25,7 @@ from .loading import ModelNotAvailableError, from_pretrained_offline, verify_man
 __all__ = [
     "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
     "response_logprobs", "ResponseScores", "generate", "Generation", "max_positions", "ids_logprobs", "pad_token_id",
-    "DTYPES", "resolve_dtype", "bf16_supported", "stop_token_ids", "peak_memory_gib",
+    "DTYPES", "resolve_dtype", "bf16_supported", "stop_token_ids", "peak_memory_gib", "scaled_logits",
 ]
 
 #: The shipped checkpoint (``claw pretrain`` writes it); ``$CLAW_TINY_LM`` overrides.
@@ -185,7 +185,7 @@ def _check_length(model, n_tokens: int, what: str) -> None:
                          "shorten the prompt or use a model with a longer context")
 
 
-def _scaled(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+def scaled_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """``logits / temperature``, without the (B, T, V) copy at temperature 1 (x / 1.0 is x exactly)."""
     return logits if temperature == 1.0 else logits / temperature
 
@@ -200,7 +200,7 @@ def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entr
     dev = next(model.parameters()).device
     batch = batch.to(dev)
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, L, V)
-    resp_logits = _scaled(gather_positions(logits, batch.logit_index), temperature)       # (B, T, V)
+    resp_logits = scaled_logits(gather_positions(logits, batch.logit_index), temperature)  # (B, T, V)
     lp = selective_log_softmax(resp_logits.float(), batch.response_ids).masked_fill(~batch.response_mask, 0.0)
     if with_entropy:
         ent = entropy_from_logits(resp_logits).masked_fill(~batch.response_mask, 0.0)

@@ -51,8 +51,8 @@ import torch
 
 from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig
 from ..config import PPO_STRATEGIES as STRATEGIES
-from ..models.lm import (Batch, _scaled, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id,
-                         peak_memory_gib)
+from ..models.lm import (Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, peak_memory_gib,
+                         scaled_logits)
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
 from ..prompts import teacher_prompt
 from ..signals.opd import (
@@ -354,7 +354,7 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                     continue
                 out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask,
                              output_hidden_states=value_head is not None)
-                logits = _scaled(gather_positions(out.logits, sub.logit_index), cfg.temperature)  # (b, T, V)
+                logits = scaled_logits(gather_positions(out.logits, sub.logit_index), cfg.temperature)   # (b, T, V)
                 lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
                 if cfg.strategy == "opd_kl":
                     tb = sig.teacher_batch.select(mb_t)
