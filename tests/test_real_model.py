@@ -1,6 +1,6 @@
 """Opt-in: the whole kit on a real causal LM that you have on disk (issue 25; docs/real_model.md).
 
-    CLAW_REAL_MODEL=/path/to/Qwen2.5-0.5B-Instruct python -m pytest tests/test_real_model.py -m real_model -p no:nbval
+    CLAW_REAL_MODEL=/path/to/Qwen2.5-0.5B-Instruct python -m pytest tests/test_real_model.py -m real_model
 
 Skipped, saying why, when ``CLAW_REAL_MODEL`` is not set (CI has no real model). Each check runs the ``claw``
 command in its own process, as a user would, with the per-model defaults: hindsight OPD on the article's
