@@ -7,10 +7,12 @@ brackets)::
     ├── config.py        every setting, one tree of dataclasses (PPOConfig > task, loss, reward, opd)
     ├── prompts.py       the hint marker, student and teacher prompts, where an answer starts  [05a 06]
     ├── ops.py           masked mean / var / whiten, selective log-softmax, entropy            [07 08]
-    ├── utils.py         cache folder, device choice, seeding, stable printing                 [00]
+    ├── utils.py         cache folder, device choice, seeding, stable printing; safe outputs   [00]
+    │                    (atomic_write, OutputFolder: a folder holds only what claw wrote there)
     ├── text/            1. words and sub-tokens; reading corrections; the phrase table        [01 03 07]
     │   ├── tokens.py        word tokens (jieba + regex), sub-tokens, moving scores between them
     │   ├── corrections.py   clean a noisy correction, find what it negates
+    │   ├── langs.py         which scripts a text is in; a warning for a correction in another language
     │   └── phrases.py       what the users say and what the rules listen for
     ├── alignment/       2. embed -> cost matrix -> DP alignment                               [01 02]
     │   ├── encoders.py      contextual word vectors (offline e5 / MiniLM / any HF encoder)

@@ -66,8 +66,15 @@ class AlignConfig:
     """a substitution with cost <= this is a "match", otherwise a "replace\""""
     contextual: bool = True
     """False: embed every word alone (the article's baseline, notebook 01)"""
-    max_chars: int = 20_000
-    """longest text accepted, in characters (longer ones are refused with an error; raise it on purpose)"""
+    max_chars: int = 4_000
+    """longest text accepted, in characters (longer ones are refused with an error naming ``--max-chars``;
+    raise it on purpose). A text of 4,000 characters without a word break costs 4.9 s of CPU per pair on the
+    2-core dev machine (``benchmarks/bench_lengths.py``, ``results/bench_lengths.md``; issue 24: the old 20,000
+    let through pairs that ran for minutes)"""
+    max_words: int = 500
+    """most word tokens a text may have (more are refused with an error naming ``--max-words``; raise it on
+    purpose): a pair of 500 words each costs 2.7-3.6 s of CPU (1,000: 4-5 s; 2,000: 9-11 s), and the cost
+    matrix and the DP grow with words x words (``results/bench_lengths.md``)"""
     device: str = "cpu"
     """"cpu", "cuda", "cuda:N" or "auto" (the encoder's device)"""
 
@@ -428,17 +435,28 @@ def field_docs(cls) -> Dict[str, str]:
 # --------------------------------------------------------------------------- validation
 #: numeric settings and their allowed ranges: dotted name -> (low, high, low inclusive, high inclusive);
 #: None: no bound. Every value must also be finite. Checked by :func:`validate` before any work.
+#: Every size has an upper bound (a batch of 5,000,000 prompts is refused at once, not run for an hour), and so
+#: have the learning rate and the loss weights (1e10 or 1e300 turn the weights into NaN in one update):
+#: the bounds are far above any value the kit's runs use (a GPU run with a real model included).
 LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
-    **{n: (1, None, True, False) for n in ("steps", "batch_size", "max_new_tokens", "epochs", "minibatches",
-                                          "eval_prompts", "loss.distill_topk", "opd.m")},
-    **{n: (0, None, True, False) for n in ("save_every", "eval_every", "threads", "opd.min_hint_chars", "loss.kl_coef",
-                                          "loss.vf_coef", "loss.eps_high", "reward.ppl_scale")},
-    **{n: (0, None, False, False) for n in ("lr", "temperature", "loss.max_grad_norm", "opd.clip",
-                                          "reward.align.max_chars")},
+    "steps": (1, 100_000, True, True), "batch_size": (1, 4096, True, True), "max_new_tokens": (1, 8192, True, True),
+    "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "eval_prompts": (1, 10_000, True, True),
+    "loss.distill_topk": (1, 1_000_000, True, True), "opd.m": (1, 100, True, True),
+    "seed": (0, 2**32 - 1, True, True),
+    **{n: (0, 100_000, True, True) for n in ("save_every", "eval_every", "opd.min_hint_chars")},
+    "threads": (0, 1024, True, True),
+    **{n: (0, 100, True, True) for n in ("loss.kl_coef", "loss.vf_coef", "opd.kappa", "opd.w_rl", "opd.w_opd",
+                                        "opd.w_rl_negative")},
+    "loss.eps_high": (0, None, True, False),  # a huge value switches the upper clip off (allowed: review NT08)
+    "reward.ppl_scale": (0, None, True, False),
+    "lr": (0, 1, False, True),
+    **{n: (0, None, False, False) for n in ("temperature", "loss.max_grad_norm", "opd.clip")},
+    "reward.align.max_chars": (0, 10_000_000, False, True), "reward.align.max_words": (0, 1_000_000, False, True),
     **{n: (0, 1, True, True) for n in ("gamma", "lam", "task.misconception_share", "task.p_vague",
                                        "reward.align.lexical_weight")},
-    "loss.eps": (0, 1, False, False), "lora_rank": (0, None, True, False),
+    "loss.eps": (0, 1, False, False), "lora_rank": (0, 4096, True, True),
     "reward.align.insert_cost": (0, None, True, False), "reward.align.delete_cost": (0, None, True, False),
+    "reward.align.match_threshold": (0, None, True, False),
 }
 
 
@@ -470,8 +488,9 @@ def validate(cfg, prefix: str = "") -> None:
                "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live"), "task.world": WORLDS,
                "dtype": DTYPES}
     for name, allowed in choices.items():
-        if prefix + name in flat and flat[prefix + name] not in allowed:
-            raise ValueError(f"{prefix + name} must be one of {allowed}, got {flat[prefix + name]!r}")
+        key = name[len(prefix):] if name.startswith(prefix) else None  # a sub-config: its own (unprefixed) names
+        if key in flat and flat[key] not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {flat[key]!r}")
     if flat.get("task.world") == "real" and (flat["task.user"] == "tool" or flat["task.questions"] == "pair"):
         raise ValueError("task.world 'real' has the users 'correcting', 'student' and 'teacher' and single questions, "
                          f"got user {flat['task.user']!r} with {flat['task.questions']!r} questions")

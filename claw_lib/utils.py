@@ -3,8 +3,10 @@ written whole or not at all, locked run folders, no silent reuse of a folder tha
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
+import stat
 import tempfile
 from pathlib import Path
 from typing import Optional
@@ -13,19 +15,23 @@ import numpy as np
 
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "FolderLock",
-           "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file"]
+           "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file", "OutputFolder", "MARKER",
+           "is_stream"]
 
 
 def cache_dir() -> Path:
     """Folder for converted models and other derived files.
 
-    ``$CLAW_CACHE`` if set, else ``$XDG_CACHE_HOME/claw-kit``, else ``~/.cache/claw-kit``.
+    ``$CLAW_CACHE`` if set, else ``$XDG_CACHE_HOME/claw-kit``, else ``~/.cache/claw-kit``. A relative
+    ``$XDG_CACHE_HOME`` is ignored, as the XDG specification says (it would put 470 MB in whatever folder the
+    command runs in).
     """
     env = os.environ.get("CLAW_CACHE")
     if env:
         p = Path(env)
     else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
         p = Path(base) / "claw-kit"
     p.mkdir(parents=True, exist_ok=True)
     return p
@@ -107,16 +113,55 @@ class DeviceNotAvailableError(RuntimeError):
     """A device was asked for that this machine does not have (``device="cuda"`` without a GPU)."""
 
 
+#: paths written straight through, never replaced: the process's own streams
+_STREAM_PREFIXES = ("/proc/", "/dev/fd/", "/dev/std")
+
+
+def is_stream(path) -> bool:
+    """Whether ``path`` is a stream rather than a file: a character device, FIFO or socket (followed through
+    symlinks), or a path under /proc, /dev/fd or /dev/std* (``/dev/stdout``). :func:`atomic_write` writes a
+    stream straight through instead of replacing it with a regular file."""
+    p = str(path)
+    if os.path.abspath(p).startswith(_STREAM_PREFIXES) or os.path.realpath(p).startswith(_STREAM_PREFIXES):
+        return True
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "w", encoding: Optional[str] = "utf-8", newline: Optional[str] = None):
     """Write ``path`` through a temporary file in the same folder, renamed over ``path`` only when
-    the block finishes: a crash or Ctrl-C leaves the old file (or none), never half a file."""
+    the block finishes: a crash or Ctrl-C leaves the old file (or none), never half a file.
+
+    A symlink is followed: its target is replaced and the link kept. A stream (:func:`is_stream`: a
+    FIFO, a character device, ``/dev/stdout``) is written straight through, never renamed over. A new
+    file gets the usual permissions (0666 minus the umask), a replaced one keeps its own."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding, "newline": newline})) as f:
+    kw = {} if "b" in mode else {"encoding": encoding, "newline": newline}
+    if is_stream(path):
+        with open(path, mode, **kw) as f:
             yield f
-        os.replace(tmp, path)
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        perm = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        perm = 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        os.fchmod(fd, perm)
+        with os.fdopen(fd, mode, **kw) as f:
+            yield f
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -187,3 +232,166 @@ def check_new_output(folder, force: bool = False, what: str = "output", marker: 
     if used and not force:
         raise ValueError(f"{what} folder {p} already holds results; choose a new folder or pass --force to replace them")
     return p
+
+
+# --------------------------------------------------------------------------- output folders
+#: the file that marks a folder as written by claw: ``{"claw": kind, "files": [names]}``
+MARKER = ".claw-run.json"
+_INTERNAL = (".lock", MARKER)
+
+
+def _stale_temp(name: str) -> bool:
+    """A temporary file :func:`atomic_write` leaves when killed (``.<name>.<random>.tmp``)."""
+    return name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 3
+
+
+def _plain_name(x) -> bool:
+    """A file name inside the folder (a marker edited to list "../x" or "/etc" lists nothing outside it)."""
+    return isinstance(x, str) and x not in ("", ".", "..") and "/" not in x and "\\" not in x and "\0" not in x
+
+
+class OutputFolder:
+    """An output folder that holds only what claw wrote there. The one rule of every command that
+    writes a folder (``claw train``, ``claw reproduce``, ``claw pretrain``, the TRL engine):
+
+    * a folder is used only when it is new, empty, or marked as claw's: :data:`MARKER` lists the files
+      claw wrote there (a folder written before markers existed is recognised by ``legacy``);
+    * a file the kit did not write is never deleted or overwritten, ``--force`` included: ``--force``
+      replaces or removes only the files the marker lists;
+    * the folder is checked before any work (:meth:`claim`) and again under its lock (:meth:`locked`);
+      every file is written whole (:meth:`write`, through :func:`atomic_write`), its name recorded in
+      the marker first, so a killed run leaves no file the next run would take for the user's.
+
+    kind: what wrote it ("train", "trl", "reproduce", "pretrain"); own: the names of claw's files there
+    now; foreign: the names of the others.
+    """
+
+    def __init__(self, path: Path, kind: str, what: str, names=(), legacy=None):
+        self.path, self.kind, self.what = path, kind, what
+        self.names, self._legacy = tuple(names), legacy
+        self.marked_kind: Optional[str] = None
+        self.listed: set = set()
+        self.own: set = set()
+        self.foreign: list = []
+
+    # ------------------------------------------------------------------ checks
+    @classmethod
+    def claim(cls, folder, kind: str, force: bool = False, what: str = "output", names=(), legacy=None) -> "OutputFolder":
+        """Check ``folder`` for a command of ``kind`` that will write ``names`` (more may follow through
+        :meth:`write`) and return it; nothing is created yet. Raises ValueError (one line) for an empty
+        name, a file, a folder that holds files claw did not write, a folder another kind of command wrote
+        (unless ``force``), or a planned name that is taken by a file claw did not write.
+        legacy: ``f(path) -> set of names`` (the kit's files in a folder written before markers existed)."""
+        if folder is None or str(folder).strip() == "":
+            raise ValueError(f"the {what} folder name is empty; give a folder (e.g. --out runs/mine)")
+        p = Path(folder)
+        self = cls(p, kind, what, names, legacy)
+        self._check(force)
+        return self
+
+    def _scan(self) -> None:
+        p = self.path
+        self.marked_kind, self.listed, self.own, self.foreign = None, set(), set(), []
+        if not p.exists():
+            return
+        entries = {e for e in os.listdir(p) if e not in _INTERNAL and not _stale_temp(e)}
+        if (p / MARKER).exists():
+            try:
+                m = json.loads((p / MARKER).read_text(encoding="utf-8"))
+                if not isinstance(m, dict) or not isinstance(m["files"], list):
+                    raise TypeError("not a marker")
+                self.marked_kind, self.listed = str(m["claw"]), {x for x in m["files"] if _plain_name(x)}
+            except (OSError, ValueError, KeyError, TypeError):
+                raise ValueError(f"{p}/{MARKER} cannot be read: claw cannot tell its files from yours there; "
+                                 "choose another folder") from None
+        elif entries and self._legacy is not None:
+            self.listed = set(self._legacy(p))
+            if self.listed:
+                self.marked_kind = self.kind
+        self.own = entries & self.listed
+        self.foreign = sorted(entries - self.listed)
+
+    def _check(self, force: bool) -> None:
+        p, what = self.path, self.what
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"the {what} folder {p} is a file; give a folder")
+        self._scan()
+        if self.foreign and self.marked_kind is None:
+            shown = ", ".join(self.foreign[:3]) + (", ..." if len(self.foreign) > 3 else "")
+            raise ValueError(f"the {what} folder {p} holds files claw did not write ({shown}); choose a new or empty "
+                             "folder (claw never deletes or replaces them, --force included)")
+        if self.marked_kind not in (None, self.kind) and self.own and not force:
+            raise ValueError(f"the {what} folder {p} holds the output of another claw command ({self.marked_kind}); "
+                             "choose another folder or pass --force to replace it")
+        taken = [n for n in self.names if n in self.foreign]
+        if taken:
+            raise ValueError(f"{p}/{taken[0]} exists and claw did not write it; move it away or choose another folder")
+
+    @property
+    def used(self) -> bool:
+        """Whether the folder holds files claw wrote (results, a run, a checkpoint)."""
+        return bool(self.own)
+
+    # ------------------------------------------------------------------ writing
+    @contextlib.contextmanager
+    def locked(self, force: bool = False):
+        """Hold the folder's lock (:class:`FolderLock`) for the block, check the folder again under it,
+        and remove stale temporary files of killed writers. A folder created here that ends up holding
+        nothing but the lock is removed again (a refused or interrupted run leaves no trace)."""
+        created = not self.path.exists()
+        try:
+            with FolderLock(self.path):
+                self._check(force)
+                for e in os.listdir(self.path):
+                    if _stale_temp(e):
+                        with contextlib.suppress(OSError):
+                            os.unlink(self.path / e)
+                yield self
+        finally:
+            if created and self.path.is_dir() and set(os.listdir(self.path)) <= set(_INTERNAL):
+                with contextlib.suppress(OSError):
+                    for n in _INTERNAL:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(self.path / n)
+                    self.path.rmdir()
+
+    def register(self, *names: str) -> None:
+        """Record ``names`` in the marker as claw's (before they are written). Refuses a name taken by a
+        file claw did not write."""
+        for n in names:
+            if n not in self.listed and (n in self.foreign or os.path.lexists(self.path / n)):
+                raise ValueError(f"{self.path}/{n} exists and claw did not write it; move it away or choose "
+                                 "another folder")
+        if set(names) <= self.listed and self.marked_kind == self.kind and (self.path / MARKER).exists():
+            return
+        self.listed |= set(names)
+        self._write_marker()
+
+    def _write_marker(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.marked_kind = self.kind
+        with atomic_write(self.path / MARKER) as f:
+            f.write(json.dumps({"claw": self.kind, "files": sorted(self.listed)}, indent=1) + "\n")
+
+    @contextlib.contextmanager
+    def write(self, name: str, mode: str = "w", **kw):
+        """:func:`atomic_write` of ``<folder>/<name>``, the name recorded in the marker first."""
+        self.register(name)
+        with atomic_write(self.path / name, mode, **kw) as f:
+            yield f
+        self.own.add(name)
+
+    def remove_own(self, keep=()) -> None:
+        """Delete the files (and folders) claw wrote here, except ``keep``; the others stay."""
+        import shutil
+
+        for n in sorted(self.listed - set(keep)):
+            f = self.path / n
+            if f.is_dir() and not f.is_symlink():
+                shutil.rmtree(f)
+            elif f.exists() or f.is_symlink():
+                f.unlink()
+        self.own &= set(keep)
+        self.listed &= set(keep)
+        if (self.path / MARKER).exists() or self.listed:
+            self._write_marker()

@@ -63,3 +63,51 @@ def test_check_new_file_refuses_an_existing_file_or_a_folder(tmp_path):
     assert check_new_file(new, force=True) == new and new.read_text() == "kept"
     with pytest.raises(ValueError, match="is a folder"):
         check_new_file(tmp_path, force=True)
+
+
+def test_atomic_write_keeps_the_mode_and_follows_a_link(tmp_path):
+    """A replaced file keeps its permissions (mkstemp's 0600 used to replace them); a new one gets 0666 minus the
+    umask; through a symlink the target is replaced and the link kept."""
+    import os
+    import stat
+
+    from claw_lib.utils import atomic_write
+
+    f = tmp_path / "a.txt"
+    f.write_text("old")
+    os.chmod(f, 0o640)
+    with atomic_write(f) as fh:
+        fh.write("new")
+    assert f.read_text() == "new" and stat.S_IMODE(os.stat(f).st_mode) == 0o640
+    mask = os.umask(0o022)
+    try:
+        with atomic_write(tmp_path / "b.txt") as fh:
+            fh.write("b")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(os.stat(tmp_path / "b.txt").st_mode) == 0o644
+    (tmp_path / "link").symlink_to("a.txt")
+    with atomic_write(tmp_path / "link") as fh:
+        fh.write("through")
+    assert (tmp_path / "link").is_symlink() and f.read_text() == "through"
+
+
+def test_an_output_folders_marker_never_reaches_outside_it(tmp_path):
+    """A marker edited to list "../victim.txt" or "/etc/x" lists nothing: remove_own (what --force does) removes only
+    names inside the folder, and a marker that is not a map of files is refused in one line."""
+    import json
+
+    from claw_lib.utils import MARKER, OutputFolder
+
+    d, victim = tmp_path / "run", tmp_path / "victim.txt"
+    d.mkdir()
+    victim.write_text("mine")
+    (d / "metrics.csv").write_text("kit's")
+    (d / MARKER).write_text(json.dumps({"claw": "train", "files": ["metrics.csv", "../victim.txt", "/etc/x", ".."]}))
+    folder = OutputFolder.claim(d, "train", force=True)
+    assert folder.own == {"metrics.csv"}
+    folder.remove_own()
+    assert victim.read_text() == "mine" and not (d / "metrics.csv").exists()
+    (d / MARKER).write_text(json.dumps({"claw": "train", "files": "metrics.csv"}))
+    with pytest.raises(ValueError, match="cannot be read"):
+        OutputFolder.claim(d, "train")

@@ -8,6 +8,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..config import AlignConfig
+from ..text.langs import warn_language_mismatch
 from ..text.tokens import Token
 from .costs import text_cost
 from .dp import Alignment, align
@@ -79,9 +80,10 @@ def align_texts(output: str, correction: str, config: Optional[AlignConfig] = No
     cfg = config or AlignConfig()
     if overrides:
         cfg = dataclasses.replace(cfg, **overrides)
+    warn_language_mismatch(output, correction)
     enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
     tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens,
-                   max_chars=cfg.max_chars)
+                   max_chars=cfg.max_chars, max_words=cfg.max_words)
     al = align(tc.cost, cfg.insert_cost, cfg.delete_cost, cfg.match_threshold)
     return TextAlignment(output, correction, tc.output_tokens, tc.correction_tokens, tc.cost, al)
 

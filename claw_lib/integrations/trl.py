@@ -103,7 +103,7 @@ from ..rl.ppo import (
 from ..signals.opd import frozen_teacher
 from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
-from ..utils import set_threads
+from ..utils import atomic_write, set_threads
 
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
            "train_trl", "step_parts", "merge_step_metrics"]
@@ -366,8 +366,9 @@ class ClawGRPOTrainer(GRPOTrainer):
         if not self.history:
             if self.out_dir and self.accelerator.is_main_process:
                 self.out_dir.mkdir(parents=True, exist_ok=True)
-                (self.out_dir / "config.json").write_text(json.dumps(asdict(self.cfg), indent=1))
-                (self.out_dir / "engine.json").write_text(json.dumps(self.engine_settings(), indent=1))
+                for name, obj in (("config.json", asdict(self.cfg)), ("engine.json", self.engine_settings())):
+                    with atomic_write(self.out_dir / name) as f:  # whole or not at all
+                        f.write(json.dumps(obj, indent=1))
             score = self.eval_score()
             self._record({"step": 0, **({"eval/score": score} if score is not None else {}),
                           **({"timing/load_s": self.load_s} if self.load_s is not None else {})})

@@ -148,23 +148,34 @@ def is_plain_bert_folder(folder) -> bool:
         return False
     try:
         c = json.loads((f / "config.json").read_text(encoding="utf-8"))
-    except ValueError:
+    except (OSError, ValueError):
         return False
-    return c.get("model_type") == "bert" and c.get("hidden_act") == "gelu" and \
+    return isinstance(c, dict) and c.get("model_type") == "bert" and c.get("hidden_act") == "gelu" and \
         c.get("position_embedding_type", "absolute") == "absolute"
 
 
 def load_plain_bert(folder, device: str = "cpu", dtype: Optional[torch.dtype] = None):
-    """``(PlainBert, PlainTokenizer)`` from a BERT folder (see :func:`is_plain_bert_folder`), in eval mode."""
+    """``(PlainBert, PlainTokenizer)`` from a BERT folder (see :func:`is_plain_bert_folder`), in eval mode.
+    A damaged folder (a truncated safetensors file, a broken tokenizer.json or config.json, a missing weight)
+    raises one :class:`~claw_lib.models.loading.ModelNotAvailableError` naming the folder."""
     from safetensors.torch import load_file
 
+    from .loading import ModelNotAvailableError
+
     folder = Path(str(folder))
-    config = SimpleNamespace(**json.loads((folder / "config.json").read_text(encoding="utf-8")))
-    with torch.device("meta"):
-        model = PlainBert(config)
-    wanted = set(model.state_dict())  # the pooler and saved buffers (position_ids) are not used
-    state = {k: v for k, v in load_file(str(folder / "model.safetensors")).items() if k in wanted}
-    model.load_state_dict(state, strict=True, assign=True)  # a missing weight is an error
+    try:
+        config = SimpleNamespace(**json.loads((folder / "config.json").read_text(encoding="utf-8")))
+        with torch.device("meta"):
+            model = PlainBert(config)
+        wanted = set(model.state_dict())  # the pooler and saved buffers (position_ids) are not used
+        state = {k: v for k, v in load_file(str(folder / "model.safetensors")).items() if k in wanted}
+        model.load_state_dict(state, strict=True, assign=True)  # a missing weight is an error
+        tok = PlainTokenizer(folder)
+    except Exception as e:  # noqa: BLE001 -- SafetensorError, the tokenizers' Exception, TypeError, KeyError ...
+        detail = (str(e).splitlines() or [""])[0][:160]
+        raise ModelNotAvailableError(
+            f"the encoder folder {folder} cannot be loaded ({type(e).__name__}: {detail}); if it is the kit's converted "
+            "e5, run `claw setup --force` to convert it again, else copy the folder again") from None
     if dtype is not None:
         model = model.to(dtype)
-    return model.to(device).eval(), PlainTokenizer(folder)
+    return model.to(device).eval(), tok

@@ -20,7 +20,7 @@ import torch
 from ..ops import entropy_from_logits, gather_positions, selective_log_softmax
 from ..text.tokens import Token
 from ..utils import resolve_device
-from .loading import ModelNotAvailableError, from_pretrained_offline, verify_manifest
+from .loading import ModelNotAvailableError, check_causal_lm_folder, from_pretrained_offline, verify_manifest
 
 __all__ = [
     "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
@@ -60,12 +60,14 @@ def resolve_dtype(dtype, device: str = "cpu", name_or_path: str = "tiny") -> tor
     return getattr(torch, dtype)
 
 
-def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None):
+def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None, verify: bool = True):
     """Return ``(model, tokenizer)`` for "tiny" (the kit's checkpoint), a local folder or a
     Hugging Face name available offline. The model is in eval mode on ``device``
     ("cpu", "cuda" or "auto"), in ``dtype`` (a torch dtype or a name of :data:`DTYPES`; None: the
     checkpoint's own); the tokenizer has a pad token (eos if it had none).
-    Raises :class:`~claw_lib.models.loading.ModelNotAvailableError` when the model is not on disk.
+    Raises :class:`~claw_lib.models.loading.ModelNotAvailableError` when the model is not on disk, a folder
+    does not match its manifest.json (``verify=False`` skips that check, for ``claw pretrain --eval-only
+    --force``), has no tokenizer, or holds an encoder rather than a causal LM.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -78,7 +80,9 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None):
             raise ModelNotAvailableError(
                 f"the tiny GPT checkpoint is missing from {path}; restore it (`git checkout data/tiny-gpt`) or "
                 "re-create it with `claw pretrain --out data/tiny-gpt --force`")
-        verify_manifest(path)  # the shipped checkpoint is what its manifest says (a few ms)
+        if verify:
+            verify_manifest(path)  # the shipped checkpoint is what its manifest says (a few ms)
+    check_causal_lm_folder(path, verify=verify and name_or_path != "tiny")  # any folder with a manifest is checked
     tok = from_pretrained_offline(AutoTokenizer, path)
     kw = {"dtype": resolve_dtype(dtype, dev, str(name_or_path))} if dtype is not None else {}
     model = from_pretrained_offline(AutoModelForCausalLM, path, **kw).to(dev).eval()

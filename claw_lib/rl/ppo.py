@@ -40,8 +40,10 @@ is seeded per step).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -215,14 +217,17 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     from ..signals.mapping import policy_token_rewards
     from ..signals.rewards import token_rewards
     from ..text.corrections import clean_correction
+    from ..text.langs import LanguageMismatchWarning
 
     if scorer.encoder is not None:  # every text of the batch in a few padded encoder passes
         nexts = [clean_correction(f.next_state).text if cfg.reward.clean else f.next_state for f in ro.feedback]
         scorer.encoder.prefetch(list(ro.texts) + nexts, cfg.reward.align.layer)
     rows = []
     for t, ids, text, fb in zip(ro.tasks, ro.response_ids, ro.texts, ro.feedback):
-        tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
-                           judge=scorer.judge_lm, question=t.fact.question(), response_ids=ids)
+        with warnings.catch_warnings():  # a sample in the wrong language is the policy's error, and rewarded as one
+            warnings.simplefilter("ignore", LanguageMismatchWarning)
+            tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
+                               judge=scorer.judge_lm, question=t.fact.question(), response_ids=ids)
         try:
             a = policy_token_rewards(tr, scorer.tokenizer, ids, "spread")
         except ValueError:  # a response the word tokenizer cannot map (e.g. empty): no sample
@@ -412,13 +417,14 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
     as well. stop_after: stop (as if interrupted) after this many steps of this call (for tests).
     """
     from ..config import validate
-    from ..utils import FolderLock
+    from ..utils import OutputFolder
 
     validate(cfg)
     if out_dir is None:
         return _train(_Run.start(cfg, None, False, False), stop_after)
-    with FolderLock(out_dir):
-        return _train(_Run.start(cfg, Path(out_dir), resume, force), stop_after)
+    folder = OutputFolder.claim(out_dir, "train", force, "training output", names=_RUN_FILES, legacy=_legacy_run_files)
+    with folder.locked(force):  # checked again under the lock; stale temporary files of a killed run removed
+        return _train(_Run.start(cfg, folder, resume, force), stop_after)
 
 
 def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
@@ -435,6 +441,7 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
         adv = compute_advantages(ro, sig, cfg, policy, run.value_head)                     # 3.
         stats = ppo_update(policy, run.optimizer, ro, sig, adv, cfg, step, run.value_head,
                            teacher=run.scorer.teacher)                                      # 4.
+        _check_finite(policy, run.value_head, cfg, step + 1)
         metrics = {"step": step + 1, "reward/score": float(np.mean(ro.scores)), **sig.metrics, **adv.metrics,
                    **stats, "timing/rollout_s": t1 - t0, "timing/score_s": t2 - t1,
                    "timing/update_s": time.time() - t2,
@@ -489,6 +496,27 @@ def eval_tokens(cfg: PPOConfig) -> int:
     return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
 
 
+class TrainingDivergedError(ValueError):
+    """The weights became NaN or inf in an update (a learning rate or a loss weight far too large);
+    ``settings``: the dotted names of the settings to lower."""
+
+    settings = ("lr", "loss.kl_coef", "opd.w_rl_negative")
+
+
+def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
+    """Raise :class:`TrainingDivergedError` when a weight of the policy (or the value head) is NaN or
+    inf after the update of ``step``: the next step would fail deep inside sampling ("probability tensor
+    contains either inf, nan or element < 0"). One reduction per tensor, one sync."""
+    params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
+    with torch.no_grad():
+        total = torch.stack([p.detach().float().abs().sum().cpu() for p in params]).sum()
+    if not torch.isfinite(total):
+        raise TrainingDivergedError(
+            f"the policy's weights became NaN or inf in the update of step {step} (lr {cfg.lr:g}, loss.kl_coef "
+            f"{cfg.loss.kl_coef:g}, opd.w_rl_negative {cfg.opd.w_rl_negative}): lower the learning rate or the loss "
+            "weights")
+
+
 def _check(cfg: PPOConfig) -> None:
     if cfg.strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {cfg.strategy!r}")
@@ -516,21 +544,31 @@ class _Run:
     out: Optional[Path]
     history: List[Dict]
     start_step: int
+    saved_step: int = 0
+    """the step of the last checkpoint written (0: none yet)"""
 
     @classmethod
-    def start(cls, cfg: PPOConfig, out: Optional[Path], resume: bool, force: bool) -> "_Run":
+    def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool) -> "_Run":
+        """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None."""
         from ..models.lm import load_causal_lm
         from ..toy.users import make_env
-        from ..utils import resolve_device
-
-        from ..utils import set_threads
+        from ..utils import resolve_device, set_threads
 
         _check(cfg)
-        set_threads(cfg.threads)
+        out = folder.path if folder is not None else None
+        saved = _previous_run(cfg, folder, resume, force) if folder is not None else None  # before any slow work
+        # a resumed run keeps the thread count of the run it resumes (float sums are ordered by it)
+        threads = cfg.threads or (int(saved.get("threads", 0) or 0) if saved else 0)
+        cfg = dataclasses.replace(cfg, threads=set_threads(threads))
+        if folder is not None:
+            folder.register(*_RUN_FILES)
         dev = resolve_device(cfg.device)
         t_load = time.time()
+        ck = _load_checkpoint(out / "checkpoint.pt", dev, cfg) if saved is not None else None  # checked before the model
         policy, tok = load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
         cfg, ref = prepare_policy(policy, cfg)
+        if saved is not None:  # the per-model settings are known only now: they must match the saved run's too
+            _check_resolved(saved, cfg, out)
         torch.manual_seed(cfg.seed)
         vhead = ValueHead(policy.config.hidden_size).to(dev) if cfg.advantage == "gae" else None
         params = [p for p in policy.parameters() if p.requires_grad] + (list(vhead.parameters()) if vhead else [])
@@ -539,13 +577,20 @@ class _Run:
         eval_env = make_env(cfg.task, 10_000 + cfg.seed, tok, env.world, evaluation=True)
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
                   Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
-        if out is not None and _previous_run(cfg, out, resume, force):
-            ck = _load_checkpoint(out / "checkpoint.pt", dev)
-            policy.load_state_dict(ck["model"], strict=not cfg.lora_rank)  # adapters: the base is the model on disk
-            opt.load_state_dict(ck["opt"])
-            if vhead is not None:
-                vhead.load_state_dict(ck["vhead"])
-            run.history, run.start_step = ck["history"], ck["step"]
+        if ck is not None:
+            path = out / "checkpoint.pt"
+            try:
+                policy.load_state_dict(ck["model"], strict=not cfg.lora_rank)  # adapters: the base is the model on disk
+                opt.load_state_dict(ck["opt"])
+                if vhead is not None:
+                    vhead.load_state_dict(ck["vhead"])
+                run.history, run.start_step = list(ck["history"]), int(ck["step"])
+            except (RuntimeError, KeyError, ValueError, TypeError) as e:
+                lines = [x.strip() for x in str(e).splitlines() if x.strip()] or [type(e).__name__]
+                detail = lines[min(1, len(lines) - 1)][:160]  # the first size mismatch, not the model's class
+                raise ValueError(f"the checkpoint {path} does not fit this run's model ({detail}); delete it or pass "
+                                 "--force to start over") from None
+            run.saved_step = run.start_step
         if out is not None:
             from ..utils import atomic_write
 
@@ -572,46 +617,89 @@ class _Run:
 
             model = trainable_state_dict(self.policy) if self.cfg.lora_rank else self.policy.state_dict()
             ck = {"model": model, "opt": self.optimizer.state_dict(), "history": self.history,
-                  "step": step}
+                  "step": step, "config": asdict(self.cfg)}  # the config: a checkpoint resumes only its own run
             if self.value_head is not None:
                 ck["vhead"] = self.value_head.state_dict()
-            with atomic_write(self.out / "checkpoint.pt", "wb") as f:
-                torch.save(ck, f)
+            try:
+                with atomic_write(self.out / "checkpoint.pt", "wb") as f:
+                    torch.save(ck, f)
+            except (RuntimeError, OSError) as e:  # torch.save reports a full disk as RuntimeError ("unexpected pos")
+                kept = f"the checkpoint of step {self.saved_step} is kept" if self.saved_step else "no checkpoint is kept yet"
+                raise CheckpointWriteError(
+                    f"no space left writing {self.out / 'checkpoint.pt'} (the disk is full or a file size limit such as "
+                    f"`ulimit -f` was reached: {type(e).__name__}); {kept}") from None
+            self.saved_step = step
+
+
+class CheckpointWriteError(OSError):
+    """checkpoint.pt could not be written whole (a full disk); the previous checkpoint is intact."""
 
 
 #: settings that do not change a run's numbers: a folder can be resumed with other values of these
 _RESUMABLE = {"steps", "progress", "save_every", "device"}
+#: the files a run writes into its folder (its marker lists them)
 _RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json")
 
 
-def _previous_run(cfg: PPOConfig, out: Path, resume: bool, force: bool) -> bool:
-    """Whether ``out`` holds a run to resume: True when its settings match ``cfg`` and it has a
-    checkpoint; refuses (ValueError) a run with other settings or without a checkpoint, unless
-    ``force``, which removes that run's files. A folder without a run gives False."""
+def _legacy_run_files(out: Path) -> set:
+    """The run files in a folder that a kit without markers wrote: those of :data:`_RUN_FILES` there, if its
+    config.json is a run's (a PPOConfig with its ``strategy`` and ``task``) and it is not a TRL run."""
+    try:
+        saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(saved, dict) or not {"strategy", "task"} <= set(saved) or (out / "engine.json").exists():
+        return set()
+    return {n for n in _RUN_FILES if (out / n).exists()}
+
+
+def _differ(old: Dict, new: Dict) -> List[str]:
+    """The settings (flattened) in which two runs differ, those that do not change a run's numbers aside;
+    a thread count of 0 ("the free cores") matches any, and so does a per-model setting not resolved yet (None
+    before the model is loaded: :func:`_check_resolved` compares it once it is)."""
+    from ..config import PER_MODEL
+
+    return [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]
+            and not (k == "threads" and 0 in (old.get(k), new[k])) and not (k in PER_MODEL and new[k] is None)]
+
+
+def _check_resolved(saved: Dict, cfg: PPOConfig, out: Path) -> None:
+    """Refuse to resume when a per-model setting, resolved from the loaded model, differs from the saved run's."""
+    from ..config import PER_MODEL, flatten
+
+    differ = [d for d in _differ(flatten(_config_from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
+    if differ:
+        raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}); choose another folder or "
+                         "pass --force to start over there")
+
+
+def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional[Dict]:
+    """The saved config (config.json) of the run in ``folder`` (an :class:`~claw_lib.utils.OutputFolder`)
+    when it is one to resume: its settings match ``cfg`` and it has a checkpoint. Refuses (ValueError) a run
+    with other settings or without a checkpoint, unless ``force``, which removes that run's files (only
+    those claw wrote). None for a folder without a run."""
     from ..config import flatten
 
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"the output folder {out} is a file")
-    if not (out / "config.json").exists() and not (out / "metrics.jsonl").exists():
-        return False
+    out = folder.path
+    if not folder.used:
+        return None
     if force or not resume:
-        for name in _RUN_FILES:
-            (out / name).unlink(missing_ok=True)
-        return False
+        folder.remove_own()
+        return None
     try:
         saved = json.loads((out / "config.json").read_text())
         old = flatten(_config_from_dict(saved))
-    except (OSError, ValueError, TypeError, KeyError) as e:
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise ValueError(f"{out}/config.json cannot be read ({type(e).__name__}); pass --force to start over there") from None
-    new = flatten(cfg)
-    differ = [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]]
+    differ = _differ(old, flatten(cfg))
     if differ:
         raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}"
                          f"{'; ...' if len(differ) > 4 else ''}); choose another folder or pass --force to start over there")
     if not (out / "checkpoint.pt").exists():
-        raise ValueError(f"{out} holds a run without a checkpoint to resume from (save_every 0?); "
-                         "choose another folder or pass --force to start over there")
-    return True
+        raise ValueError(f"{out} holds a run without a checkpoint: no checkpoint yet (it stopped before its first one, "
+                         f"at step {saved.get('save_every')}, or save_every is 0), so there is nothing to resume; run "
+                         "again with --force to start over there")
+    return saved
 
 
 def _config_from_dict(d: Dict) -> PPOConfig:
@@ -625,12 +713,31 @@ def _config_from_dict(d: Dict) -> PPOConfig:
                      opd=OPDConfig(**d["opd"]))
 
 
-def _load_checkpoint(path: Path, device) -> Dict:
+def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dict:
+    """checkpoint.pt, checked: a dict with the kit's keys and, with ``cfg``, written by a run of the same
+    settings (its config inside it): a checkpoint copied from another run is refused, not resumed."""
+    from ..config import flatten
+
     try:
-        return torch.load(path, weights_only=False, map_location=device)
+        ck = torch.load(path, weights_only=False, map_location=device)
     except Exception as e:  # a truncated or foreign file: say which and what to do
         raise ValueError(f"the checkpoint {path} cannot be read ({type(e).__name__}); delete it to start over, "
                          "or pass --force") from None
+    missing = [k for k in ("model", "opt", "history", "step") if not isinstance(ck, dict) or k not in ck]
+    if missing:
+        raise ValueError(f"{path} is not a claw training checkpoint (it has no {', '.join(missing)}); delete it or "
+                         "pass --force to start over")
+    if cfg is not None:
+        try:
+            old = flatten(_config_from_dict(ck["config"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ValueError(f"{path} holds no record of the run that wrote it (an older claw-kit?), so it cannot be "
+                             "matched to this run's config.json; pass --force to start over") from None
+        differ = _differ(old, flatten(cfg))
+        if differ:
+            raise ValueError(f"{path} was written by another run ({'; '.join(differ[:3])}); it does not belong to "
+                             f"{path.parent}/config.json: pass --force to start over")
+    return ck
 
 
 def _write_metrics(out: Path, history: List[Dict]) -> None:

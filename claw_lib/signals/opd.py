@@ -91,13 +91,32 @@ def token_logprobs(model, tokenizer, prompts: Sequence[str], response_ids: Seque
     return ids_logprobs(model, [encode(tokenizer, p) for p in prompts], response_ids, pad_token_id(tokenizer))[0]
 
 
+def _check_opd_config(cfg: OPDConfig) -> None:
+    """The library refuses what the command line refuses (kappa NaN, clip <= 0, a weight out of range)."""
+    from ..config import validate
+
+    validate(cfg, "opd.")
+
+
+def _check_logprobs(x: np.ndarray, what: str) -> None:
+    """Log-probs are finite: a NaN or inf would pass silently into the advantage."""
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"{what} log-prob of token {k} is {x.flat[k]}: log-probs must be finite numbers")
+
+
 def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: Optional[OPDConfig] = None) -> np.ndarray:
-    """``kappa * clip(log pi_T - log pi_old, +-clip)``, one value per response token."""
+    """``kappa * clip(log pi_T - log pi_old, +-clip)``, one value per response token. Raises ValueError
+    for shapes that differ, a log-prob that is NaN or inf (naming the token), or a config out of range."""
     cfg = cfg or OPDConfig()
+    _check_opd_config(cfg)
     t, o = np.asarray(teacher_logprobs, np.float64), np.asarray(old_logprobs, np.float64)
     if t.shape != o.shape:
         raise ValueError(f"teacher log-probs have shape {t.shape}, student log-probs {o.shape}: "
                          "both must be computed on the same response token ids")
+    _check_logprobs(t, "the teacher's")
+    _check_logprobs(o, "the student's")
     a = t - o
     if cfg.clip is not None:
         a = np.clip(a, -cfg.clip, cfg.clip)
@@ -106,7 +125,10 @@ def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: 
 
 def binary_rl_advantages(score: int, n_tokens: int):
     """The turn's score on every token, and a mask that drops 0-scored turns.
-    Returns (advantages (n,), mask (n,) bool)."""
+    Returns (advantages (n,), mask (n,) bool). A score is a judge's vote: -1, 0 or +1 (anything else is
+    refused)."""
+    if isinstance(score, bool) or score not in (-1, 0, 1):
+        raise ValueError(f"a Binary RL score is -1, 0 or +1 (the judge's majority vote), got {score!r}")
     return np.full(n_tokens, float(score)), np.full(n_tokens, score != 0)
 
 
@@ -118,6 +140,9 @@ def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarra
     Returns (advantages (n,), mask (n,) bool); mask all False when the turn gives no sample.
     """
     cfg = cfg or OPDConfig()
+    _check_opd_config(cfg)
+    if isinstance(signal.score, bool) or signal.score not in (-1, 0, 1):
+        raise ValueError(f"a Binary RL score is -1, 0 or +1 (the judge's majority vote), got {signal.score!r}")
     n = len(old_logprobs)
     kind = signal.kind
     if kind == "none":
@@ -150,6 +175,14 @@ def _tail_logprob(top_logprobs: torch.Tensor) -> torch.Tensor:
     return torch.log(-torch.expm1(log_mass))
 
 
+def _same_vocab(student_logits: torch.Tensor, teacher_logits: torch.Tensor) -> None:
+    if student_logits.shape != teacher_logits.shape:
+        vs, vt = student_logits.shape[-1:], teacher_logits.shape[-1:]
+        what = (f"student and teacher vocabularies differ ({vs[0]} vs {vt[0]})" if vs != vt else
+                f"student and teacher logits have shapes {tuple(student_logits.shape)} and {tuple(teacher_logits.shape)}")
+        raise ValueError(f"{what}: both must score the same positions over the same vocabulary")
+
+
 def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = TOPK_DEFAULT) -> torch.Tensor:
     """Reverse KL(student || teacher) over the teacher's top-K tokens plus one tail bin.
 
@@ -159,6 +192,9 @@ def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
     bounded tail term (upstream's rule). Student log-probs are gathered at the teacher's ids.
     Returns (...) in nats. With K = V it equals the full reverse KL (the tail adds about 1e-7).
     """
+    _same_vocab(student_logits, teacher_logits)
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
     s_lp = F.log_softmax(student_logits.float(), -1)
     t_lp = F.log_softmax(teacher_logits.float(), -1)
     k = min(k, t_lp.shape[-1])
@@ -175,6 +211,9 @@ def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
     beta = 0: forward KL(teacher || student); beta = 1: reverse KL(student || teacher);
     otherwise beta * KL(T || M) + (1 - beta) * KL(S || M) with M = beta T + (1 - beta) S.
     """
+    if not (isinstance(beta, (int, float)) and 0.0 <= beta <= 1.0):
+        raise ValueError(f"beta must be in [0, 1] (0: forward KL, 1: reverse KL), got {beta}")
+    _same_vocab(student_logits, teacher_logits)
     s = F.log_softmax(student_logits.float(), -1)
     t = F.log_softmax(teacher_logits.float(), -1)
     if beta == 0:

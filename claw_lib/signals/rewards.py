@@ -53,6 +53,8 @@ from ..alignment.dp import align
 from ..alignment.texts import TextAlignment, align_texts
 from ..config import REWARD_STRATEGIES as STRATEGIES
 from ..config import RewardConfig
+from ..config import validate
+from ..text.langs import warn_language_mismatch
 from ..text.corrections import (CONTENT_KINDS, EXACT_KINDS, clean_correction, guess_lang, invert_copula,
                                 negated_spans, value_key, word_kind)
 from ..text.tokens import Token, check_text, subtokens_to_words, tokenize
@@ -138,6 +140,8 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     if not isinstance(output, str) or not isinstance(correction, str):
         raise TypeError("output and correction must be strings")
     cfg = config or RewardConfig()
+    validate(cfg, "reward.")  # the library refuses what the command line refuses (a NaN constant, a bad range)
+    warn_language_mismatch(output, correction)
     if cfg.alternatives not in _ALTERNATIVES:
         raise ValueError(f"RewardConfig.alternatives must be one of {_ALTERNATIVES}, got {cfg.alternatives!r}")
     tokens = tokenize(output, cfg.align.max_chars)
@@ -477,6 +481,10 @@ def fuse_rewards(rewards: Dict[str, np.ndarray], weights: Optional[Dict[str, flo
     if len(set(lens.values())) != 1:
         raise ValueError(f"strategies disagree on the number of tokens: {lens}")
     weights = weights or {}
+    unknown = sorted(set(weights) - set(rewards))
+    if unknown:
+        raise ValueError(f"weights for {unknown} but no such rewards (rewards: {sorted(rewards)}): a misspelt key "
+                         "would silently keep weight 1")
     out = np.zeros(next(iter(lens.values())))
     for k, v in rewards.items():
         v = np.asarray(v, dtype=np.float64)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ..models.lm import generate, pack, response_logprobs
-from ..models.loading import file_sha256
+from ..models.loading import file_sha256, verify_manifest, write_manifest
 from ..prompts import CHAT_MARKERS, PROMPT_FORMS, build_prompt, response_text
 from ..text.phrases import CORRECTION_LEADS, STYLE_HINTS
 from .corpus import make_example, sample_corpus
@@ -143,12 +143,13 @@ def pretrain(config: Optional[PretrainConfig], out_dir, progress: bool = True, e
              overwrite: bool = False) -> dict:
     """Generate the corpus, train the tokenizer and the model, save them to ``out_dir`` with
     ``manifest.json``; return the manifest. There is no default folder (the shipped
-    ``data/tiny-gpt`` is never overwritten by accident); a folder that already holds files is refused
-    unless ``overwrite``. Files are written to a temporary folder and moved in place at the end."""
-    from tqdm.auto import tqdm
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from ..utils import check_new_output
+    ``data/tiny-gpt`` is never overwritten by accident); a folder that already holds a checkpoint is
+    refused unless ``overwrite``, and one that holds files claw did not write always is
+    (:class:`~claw_lib.utils.OutputFolder`: ``overwrite`` replaces only the checkpoint's own files). The
+    folder is locked for the whole run; files are written to a temporary folder beside it and moved in
+    one by one at the end, the manifest last (a crash half-way leaves files its manifest does not match,
+    which the loader refuses)."""
+    from ..utils import OutputFolder
 
     cfg = config or PretrainConfig()
     for name in ("steps", "batch_size", "vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "tokenizer_examples"):
@@ -156,7 +157,37 @@ def pretrain(config: Optional[PretrainConfig], out_dir, progress: bool = True, e
             raise ValueError(f"{name} must be at least 1, got {getattr(cfg, name)}")
     if not (math.isfinite(cfg.lr) and cfg.lr > 0):
         raise ValueError(f"lr must be a finite number > 0, got {cfg.lr}")
-    out = check_new_output(out_dir, overwrite, "pretraining output")
+    if not 0 <= cfg.seed < 2**32:
+        raise ValueError(f"seed must be in [0, 2**32), got {cfg.seed}")
+    folder = OutputFolder.claim(out_dir, "pretrain", overwrite, "pretraining output", legacy=_legacy_checkpoint_files)
+    _refuse_used(folder, overwrite)
+    with folder.locked(overwrite):
+        _refuse_used(folder, overwrite)  # again, under the lock
+        return _pretrain(cfg, folder, progress, evaluate)
+
+
+def _refuse_used(folder, overwrite: bool) -> None:
+    if folder.used and not overwrite:
+        raise ValueError(f"the pretraining output folder {folder.path} already holds results; choose a new folder or "
+                         "pass --force to replace them")
+
+
+def _legacy_checkpoint_files(out: Path) -> set:
+    """A checkpoint's files in a folder written before markers existed: manifest.json and the files it lists."""
+    try:
+        files = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    if not isinstance(files, dict):
+        return set()
+    return {"manifest.json"} | {n for n in files if isinstance(n, str) and "/" not in n and (out / n).exists()}
+
+
+def _pretrain(cfg: PretrainConfig, folder, progress: bool, evaluate: bool) -> dict:
+    from tqdm.auto import tqdm
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    out = folder.path
     t0 = time.time()
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
@@ -194,8 +225,8 @@ def pretrain(config: Optional[PretrainConfig], out_dir, progress: bool = True, e
                 bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
         model.eval()
         train_s = time.time() - t0
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.parent / f".{out.name}.tmp{os.getpid()}"
+        where = out.resolve()  # "." has no name: the temporary folder goes beside the real one
+        tmp = where.parent / f".{where.name}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
@@ -215,33 +246,60 @@ def pretrain(config: Optional[PretrainConfig], out_dir, progress: bool = True, e
         }
         if evaluate:
             manifest["eval"] = evaluate_lm(model, tok, world)
-        manifest["files"] = {f.name: file_sha256(f) for f in sorted(tmp.iterdir())
-                             if f.is_file() and f.name != "manifest.json"}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
-        if out.exists():  # overwrite: the old folder goes only once the new one is complete
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        try:
+            write_manifest(tmp, manifest)
+            _move_in(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return manifest
     finally:
         torch.set_num_threads(prev_threads)
 
 
-def reevaluate(out_dir) -> dict:
-    """Evaluate an existing checkpoint again with the current :func:`evaluate_lm` and rewrite the
-    ``eval`` and ``files`` entries of its manifest (training entries are kept). Returns it."""
+def _move_in(tmp: Path, folder) -> None:
+    """Move the new checkpoint's files from ``tmp`` into the (locked) output folder: recorded in its marker
+    first (a name taken by a file claw did not write is refused, nothing moved), the old checkpoint's own
+    files that the new one does not have removed, every file renamed in, ``manifest.json`` last. Files claw
+    did not write stay where they are."""
+    names = sorted(f.name for f in tmp.iterdir() if f.is_file())
+    folder.register(*names)
+    folder.remove_own(keep=names)
+    for n in sorted(names, key=lambda n: n == "manifest.json"):
+        os.replace(tmp / n, folder.path / n)
+
+
+def reevaluate(out_dir, force: bool = False) -> dict:
+    """Check an existing checkpoint against its manifest (a mismatch is refused:
+    :class:`~claw_lib.models.loading.ModelNotAvailableError`), evaluate it again with the current
+    :func:`evaluate_lm` and return the manifest with the new ``eval``. The manifest on disk is rewritten
+    (whole, :func:`~claw_lib.models.loading.write_manifest`; training entries kept) only with ``force``,
+    which also skips the check and writes the files' current hashes: re-hashing files that changed is
+    always an explicit choice."""
     from ..models.lm import load_causal_lm
+    from ..models.loading import ModelNotAvailableError
+    from ..utils import FolderLock
 
     out = Path(out_dir)
     if not (out / "manifest.json").is_file():
         raise ValueError(f"{out} holds no checkpoint with a manifest.json to re-evaluate")
-    manifest = json.loads((out / "manifest.json").read_text())
-    model, tok = load_causal_lm(str(out))
-    cfg = manifest.get("config", {})
-    world_cfg = WorldConfig(**cfg["world"]) if "world" in cfg else WorldConfig()
+    if not force:
+        try:
+            verify_manifest(out)
+        except ModelNotAvailableError as e:
+            raise ModelNotAvailableError(f"{e}; or pass --force to accept the files as they are now (their hashes "
+                                         "are then written into the manifest)") from None
+    try:
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        cfg = manifest.get("config", {})
+        world_cfg = WorldConfig(**cfg["world"]) if "world" in cfg else WorldConfig()
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"{out}/manifest.json cannot be read ({type(e).__name__}); re-create the checkpoint with "
+                         f"`claw pretrain --out {out} --force`") from None
+    model, tok = load_causal_lm(str(out), verify=False)  # checked above (or re-hashed on purpose)
     manifest["eval"] = evaluate_lm(model, tok, FactWorld(world_cfg))
-    manifest["files"] = {f.name: file_sha256(f) for f in sorted(out.iterdir())
-                         if f.is_file() and f.name != "manifest.json"}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+    if force:
+        with FolderLock(out):
+            write_manifest(out, manifest)
     return manifest
 
 

@@ -1,6 +1,8 @@
 """Cost matrices against the formula 1 - cos blended with bigram Dice overlap."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from claw_lib.alignment.costs import cosine_cost, cost_matrix, lexical_cost, text_cost
 
@@ -32,3 +34,17 @@ def test_cost_matrix_formula():
     assert cosine_cost(np.zeros((1, 3)), np.ones((2, 3))).tolist() == [[1.0, 1.0]]
     with pytest.raises(ValueError):
         cosine_cost(np.full((1, 3), np.nan), np.ones((1, 3)))
+
+
+WORD = st.text(alphabet=st.sampled_from(list("abcABßİ法国的首都巴黎伦敦 ")), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(WORD, max_size=12), st.lists(WORD, max_size=12))
+def test_vectorised_lexical_cost_equals_the_cell_by_cell_one(a, b):
+    """The vectorised lexical cost (issue 24) gives the reference's numbers to the last bit, on any words: repeats,
+    empty words, case folding that changes lengths (ß -> ss, İ -> i̇), single characters."""
+    from claw_lib.alignment.costs import lexical_cost_reference
+
+    got, want = lexical_cost(a, b), lexical_cost_reference(a, b)
+    assert got.shape == want.shape == (len(a), len(b)) and np.array_equal(got, want)

@@ -226,8 +226,14 @@ def test_ctrl_c_says_what_was_kept(tmp_path, capsys, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ppo, "train", interrupted)
+    # before the first checkpoint there is nothing to resume: the advice is --force (issue 24, R04), never a resume
     rc, _, err = run(["train", "--steps", "1", "--out", str(tmp_path / "r")], capsys)
-    assert rc == 130 and "interrupted" in one_line(err) and "resume" in err
+    assert rc == 130 and "interrupted" in one_line(err) and "no checkpoint yet" in err and "--force" in err
+    assert "resume" not in err.replace("nothing to resume", "")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "checkpoint.pt").write_bytes(b"")
+    rc, _, err = run(["train", "--steps", "1", "--out", str(tmp_path / "r")], capsys)
+    assert rc == 130 and "interrupted" in one_line(err) and "run the same command to resume" in err
 
 
 # --------------------------------------------------------------------------- property: any --input file
