@@ -166,6 +166,46 @@ class RewardConfig:
     negation, not the one rewrite on dev; with ``rewrite_scale`` 0: 0.82 / 0.88 / 0.81"""
     rewrite_scale: float = 0.1
     """the factor of the rewrite fallback (signs are kept)"""
+    judge_weight: float = 0.0
+    """binary / continuous with a judge LM given (``token_rewards(..., judge=(model, tokenizer))``): a word the
+    rules find no evidence for (``absent``) gets ``judge_weight`` x the judge's perplexity reward (with the
+    question in both contexts), clipped to [lo, hi]; a word with evidence keeps the rules' reward. 0: off.
+    Default off: with the kit's tiny GPT as the judge it lowers precision on the long set's dev split (it
+    knows only its own world; notebook 10); a real instruct model is the judge this is meant for"""
+    local: bool = True
+    """long outputs (issue 23): a correction speaks to the sentence(s) it addresses
+    (:func:`claw_lib.signals.rewards.addressed_sentences`: each clause of the correction picks the output
+    sentence that shares its words, or holds a word it rejects); contradictions elsewhere are not looked
+    for, those words stay ``absent``. One-sentence outputs are unchanged. Default chosen on the dev split of
+    ``data/probe_long.jsonl`` (notebook 10)"""
+    question_weight: float = 0.5
+    """local: weight of the question (when given) in choosing the addressed sentence: a terse correction
+    ("88个。") most likely speaks to the sentence that answers the question; 0: the question is not used"""
+    terse_question: float = 2.0
+    """local: the weight of the question's share for a terse clause (``question_weight`` for the others)"""
+    terse_words: int = 2
+    """local: a clause of the correction with at most this many content words ("88个。", "Swiss franc.")
+    answers the question (when given): it addresses the sentence that says most of the question's words"""
+    restated_words: int = 2
+    """local: in a long output, the alignment's replacement of one content word by another is evidence only
+    in a sentence that shares at least this many content words with a clause of the correction (a restated
+    sentence); numbers, codes and names that differ, and the words a correction rejects outright, are
+    evidence anywhere in the addressed sentences"""
+    premise: bool = True
+    """a word the question says (when given) is its premise, not the output's claim: it is never the target
+    of an alternative or a replacement ("Edinburgh." against "The capital of Scotland is Glasgow." with the
+    question "What is the capital of Scotland?" contradicts Glasgow, not Scotland)"""
+    quotes: bool = True
+    """mentioned is not affirmed: a word the correction names in order to reject it ("十五万公里不对", "Bach
+    didn't write it, Vivaldi did", "1913 is ten years too late", "你说的一千五百米...") is contradicted, not
+    confirmed by the repetition (:func:`claw_lib.text.claims.quoted_spans`); a clause the user concedes before
+    a "but" ("Auckland is the biggest city, but the capital is Wellington") confirms nothing"""
+    polarity: bool = True
+    """the correction denies a modal the output affirms ("不能。" / "声音也能传播" -> 能), or affirms what the
+    output negates ("Even." / "is not an even number" -> not) (:func:`claw_lib.text.claims.polarity_flips`)"""
+    swaps: bool = True
+    """"内存和硬盘说反了" / "Earth and Mars are the wrong way round": both named values are contradicted where
+    the output says them (:func:`claw_lib.text.claims.swap_items`)"""
     align: AlignConfig = field(default_factory=AlignConfig)
     """encoder, layer, lexical weight, gap costs, threshold"""
 
@@ -456,7 +496,9 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
                                        "reward.align.lexical_weight")},
     "loss.eps": (0, 1, False, False), "lora_rank": (0, 4096, True, True),
     "reward.align.insert_cost": (0, None, True, False), "reward.align.delete_cost": (0, None, True, False),
-    "reward.align.match_threshold": (0, None, True, False),
+    "reward.align.match_threshold": (0, None, True, False), "reward.question_weight": (0, 100, True, True),
+    "reward.restated_words": (0, 1000, True, True), "reward.terse_words": (0, 1000, True, True),
+    "reward.terse_question": (0, 100, True, True), "reward.judge_weight": (0, 100, True, True),
 }
 
 

@@ -145,12 +145,12 @@ def _cmd_rewards(a) -> int:
     from ..signals.rewards import token_rewards
 
     _texts(a, "rewards")
-    cfg = RewardConfig(align=_config(a))
+    cfg = RewardConfig(align=_config(a), judge_weight=a.judge_weight)
     if a.input and a.out:
         _file_out(a.out, a.force, [a.input])  # checked before any model loads (again when written)
     enc = load_encoder(cfg.align.encoder, cfg.align.layer, cfg.align.device) if a.strategy != "perplexity" else None
     judge = None
-    if a.strategy == "perplexity":
+    if a.strategy == "perplexity" or a.judge_weight > 0 and a.strategy != "sentence":
         from ..models.lm import load_causal_lm
 
         judge = load_causal_lm(a.judge, device=a.device, dtype=a.dtype)
@@ -575,8 +575,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rewards", help="one reward per output token from a correction")
     _add_align_args(p)
     p.add_argument("--strategy", default="binary", choices=REWARD_STRATEGIES)
-    p.add_argument("--question", default=None, help="the question the output answers (perplexity context)")
+    p.add_argument("--question", default=None,
+                   help="the question the output answers: its words are the premise, a terse correction answers it, "
+                        "and the judge LM sees it (perplexity, --judge-weight)")
     p.add_argument("--judge", default="tiny", help="judge LM for perplexity: 'tiny' or a HF name/path")
+    p.add_argument("--judge-weight", type=_number(float, 0, 100), default=0.0,
+                   help="binary / continuous: words the rules find no evidence for get this x the judge's perplexity "
+                        "reward (default 0: off; the tiny GPT only knows its own world)")
     p.add_argument("--dtype", default="auto", choices=DTYPES,
                    help="the judge's dtype (auto: float32 for the tiny GPT, else bfloat16 where the device has it)")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours")

@@ -44,8 +44,9 @@ comparison.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -54,17 +55,20 @@ from ..alignment.texts import TextAlignment, align_texts
 from ..config import REWARD_STRATEGIES as STRATEGIES
 from ..config import RewardConfig
 from ..config import validate
+from ..text.claims import clause_spans, polarity_flips, quoted_spans, sentence_spans, swap_items
 from ..text.langs import warn_language_mismatch
 from ..text.corrections import (CONTENT_KINDS, EXACT_KINDS, clean_correction, guess_lang, invert_copula,
                                 negated_spans, value_key, word_kind)
 from ..text.tokens import Token, check_text, subtokens_to_words, tokenize
 
-__all__ = ["TokenRewards", "token_rewards", "omitted_at", "fuse_rewards", "STRATEGIES", "ARTICLE_RULES"]
+__all__ = ["TokenRewards", "token_rewards", "omitted_at", "fuse_rewards", "STRATEGIES", "ARTICLE_RULES",
+           "addressed_sentences", "sentence_of"]
 
 #: RewardConfig overrides that switch off every rule of issue 16: the article's rule (replace and
 #: delete -> reject, the cost decides match vs replace), as the kit had it before
 ARTICLE_RULES = {"evidence": False, "exact": False, "neutral_band": 0.0, "reorder": False, "keep_context": False,
-                 "alternatives": "none", "elaboration": False, "rewrite_share": 0.0}
+                 "alternatives": "none", "elaboration": False, "rewrite_share": 0.0, "local": False, "quotes": False,
+                 "polarity": False, "swaps": False, "premise": False}
 _ALTERNATIVES = ("none", "exact", "all")
 
 
@@ -102,25 +106,217 @@ def _negated_j(ta: TextAlignment, correction: str) -> set:
     return {j for j, t in enumerate(ta.correction_tokens) if any(t.start < e and t.end > s for s, e in spans)}
 
 
+_DEGREE_ZH = ("比较", "更", "最", "很", "较", "还", "太")
+
+
+def _bare(word: str) -> str:
+    """The word case-folded, a Chinese degree adverb in front dropped ("更低" -> "低": "不是更低" rejects the
+    output's "比水星低")."""
+    w = word.casefold()
+    for d in _DEGREE_ZH:
+        if w.startswith(d) and len(w) > len(d):
+            return w[len(d):]
+    return w
+
+
 def _negated_output(ta: TextAlignment, correction: str) -> np.ndarray:
     """Output words equal to a word the correction negates, else aligned to it (a negated word
     that the output says itself points at that word only: "Not for relativity" rejects
     "relativity", not the word the alignment happened to pair with the correction's copy)."""
     neg_j = _negated_j(ta, correction)
-    neg_text = {ta.correction_tokens[j].text.casefold() for j in neg_j}
-    out_text = {t.text.casefold() for t in ta.output_tokens}
+    neg_text = {_bare(ta.correction_tokens[j].text) for j in neg_j}
+    out_text = {_bare(t.text) for t in ta.output_tokens}
     out = np.zeros(len(ta.output_tokens), dtype=bool)
     for o in ta.alignment.ops:
-        if o.i is not None and o.j in neg_j and ta.correction_tokens[o.j].text.casefold() not in out_text:
+        if o.i is not None and o.j in neg_j and _bare(ta.correction_tokens[o.j].text) not in out_text:
             out[o.i] = True
     for i, t in enumerate(ta.output_tokens):
-        if t.text.casefold() in neg_text:
+        if _bare(t.text) in neg_text:
             out[i] = True
     own = negated_spans(ta.output)  # the output says "never spoils" itself: no contradiction
     for i, t in enumerate(ta.output_tokens):
         if out[i] and any(t.start < e and t.end > s for s, e in own):
             out[i] = False
     return out
+
+
+#: why a word is contradicted outright, whatever the alignment paired it with (:func:`_marks`)
+_MARKS = ("negated", "quoted", "swapped", "polarity")
+
+
+def _marks(ta: TextAlignment, correction: str, negated: np.ndarray, cfg: RewardConfig) -> List[str]:
+    """Per output word: "" or why the correction rejects it outright: "negated" ("不是北京"), "quoted" (named
+    to be rejected: "十五万公里不对"), "swapped" ("内存和硬盘说反了"), "polarity" ("不能。" against "也能传播").
+    correction: the cleaned correction as the user wrote it (not turned round)."""
+    toks = ta.output_tokens
+    marks = ["negated" if x else "" for x in negated]
+    if cfg.quotes:
+        quoted = [correction[a:b] for a, b in quoted_spans(correction)]
+        keys = {value_key(q) for q in quoted}
+        for i, t in enumerate(toks):
+            kind = word_kind(t.text)
+            if kind in CONTENT_KINDS and (value_key(t.text) in keys or kind in EXACT_KINDS and any(
+                    q != t.text and q.startswith(t.text) and word_kind(q) not in EXACT_KINDS for q in quoted)):
+                marks[i] = marks[i] or "quoted"
+    if cfg.swaps:
+        for i in swap_items(toks, correction) or []:
+            marks[i] = marks[i] or "swapped"
+    if cfg.polarity:
+        for i in polarity_flips(toks, correction, ta.output):
+            marks[i] = marks[i] or "polarity"
+    return marks
+
+
+@dataclass
+class _Scope:
+    """Where the evidence rules may find a contradiction (issue 23); (n,) bool arrays.
+
+    allowed: the words of the sentences the correction addresses (all for a one-sentence output);
+    restated: the words of a sentence the correction restates (shares ``restated_words`` content words with
+    one clause of it): only there is the alignment's replacement of one content word by another evidence
+    (in a long output a terse correction's words are paired with whatever the DP found cheapest);
+    premise: words the question says (the question's premise, not the output's claim: "Scotland" in "What
+    is the capital of Scotland?"): never an alternative's or a replacement's target;
+    answers: per terse clause of the correction, its content words and the (n,) mask of the sentence it
+    answers: the closest word of a compatible kind there that nothing else explains is the wrong answer."""
+
+    allowed: np.ndarray
+    restated: np.ndarray
+    premise: np.ndarray
+    answers: List[Tuple[List[int], np.ndarray]] = field(default_factory=list)
+
+
+def _scope(ta: TextAlignment, correction: str, marks: List[str], cfg: RewardConfig, question: Optional[str],
+           info: dict) -> _Scope:
+    toks = ta.output_tokens
+    n = len(toks)
+    scope = _Scope(np.ones(n, bool), np.ones(n, bool), np.zeros(n, bool))
+    if question and cfg.premise:
+        q = _content_keys(tokenize(question))
+        scope.premise = np.array([word_kind(t.text) in CONTENT_KINDS and value_key(t.text) in q for t in toks], bool)
+    if not cfg.local:
+        return scope
+    sent = sentence_of(toks, ta.output)
+    if sent.max(initial=0) == 0:
+        return scope
+    targets = _clause_targets(ta, correction, sent, [i for i, w in enumerate(marks) if w], cfg, question)
+    addressed = {int(sent[i]) for i, w in enumerate(marks) if w} | {t for _, _, t in targets if t is not None}
+    if addressed:
+        scope.allowed = np.isin(sent, sorted(addressed))
+    info["addressed_sentences"] = sorted(addressed) if addressed else list(range(int(sent.max()) + 1))
+    scope.restated = np.isin(sent, sorted(_restated_sentences(ta, correction, sent, cfg.restated_words)))
+    if swap_items(toks, correction) is None:  # "Those two are swapped." names no value to place
+        scope.answers = [(js, sent == t) for js, terse, t in targets if terse and t is not None]
+    return scope
+
+
+def _content_keys(tokens: Sequence[Token]) -> set:
+    return {value_key(t.text) for t in tokens if word_kind(t.text) in CONTENT_KINDS}
+
+
+def _restated_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, k: int) -> set:
+    """Sentences that share at least ``k`` distinct content words with one clause of the correction."""
+    okey = [value_key(t.text) if word_kind(t.text) in CONTENT_KINDS else None for t in ta.output_tokens]
+    out = set()
+    for a, b in clause_spans(correction):
+        said = _content_keys([t for t in ta.correction_tokens if a <= t.start < b])
+        for s in set(sent.tolist()):
+            if len({okey[i] for i in range(len(okey)) if sent[i] == s and okey[i] in said}) >= k:
+                out.add(s)
+    return out
+
+
+def sentence_of(tokens: Sequence[Token], text: str) -> np.ndarray:
+    """(n,) int: the index of the sentence (:func:`claw_lib.text.claims.sentence_spans`) of each token."""
+    ends = [e for _, e in sentence_spans(text)]
+    return np.array([min(int(np.searchsorted(ends, t.start, side="right")), max(len(ends) - 1, 0)) for t in tokens],
+                    dtype=int)
+
+
+def addressed_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, marked: Sequence[int],
+                        cfg: RewardConfig, question: Optional[str] = None) -> set:
+    """The sentences of the output that the correction speaks to (issue 23): those that hold a word it
+    rejects outright (``marked``: negated, quoted, swapped, polarity) and the one each of its clauses fits
+    best (:func:`_clause_targets`). sent: (n,) the sentence of each output word (:func:`sentence_of`).
+    Returns a set of sentence indices (all of them when nothing fits)."""
+    targets = _clause_targets(ta, correction, sent, marked, cfg, question)
+    out = {int(sent[i]) for i in marked} | {t for _, _, t in targets if t is not None}
+    return out if out else set(range(int(sent.max(initial=0)) + 1))
+
+
+def _same_kind(a: str, b: str) -> bool:
+    """Could a word of kind ``b`` replace one of kind ``a``: a number a number, a code a code, a name or any
+    other content word a name or a content word."""
+    exact = ("number", "code")
+    return a == b if a in exact or b in exact else a in CONTENT_KINDS and b in CONTENT_KINDS
+
+
+def _clause_targets(ta: TextAlignment, correction: str, sent: np.ndarray, marked: Sequence[int], cfg: RewardConfig,
+                    question: Optional[str]) -> List[Tuple[List[int], bool, Optional[int]]]:
+    """Per clause of the correction (:func:`claw_lib.text.claims.clause_spans`) that carries a claim: its
+    content words (indices into the correction's tokens), whether it is terse (at most ``terse_words`` of
+    them) and the output sentence it fits best (None: none):
+
+    * a clause scores each sentence by the sum, over its content words, of their best match there:
+      1 / (number of sentences that say it) for a word the sentence says too (a subject every sentence
+      repeats says little), else ``(1 - cost) / 2`` for a word of the same kind (:func:`_same_kind`) at
+      most ``unrelated_cost`` away that the question does not say (a value it could replace); plus
+      ``question_weight`` x the share of the question's content words the sentence says (each weighted by
+      1 / the number of sentences that say it);
+    * a terse clause ("88个。", "Edinburgh.", "It's 500.") answers the question: the share of the question
+      counts ``terse_question`` times, any word of the same kind counts whatever its cost, and a sentence
+      that already says every word of the clause is not the one it corrects;
+    * when the correction rejects some word outright, a clause reaches another sentence only through a
+      word both say ("大英博物馆？不是吧，它在巴黎的卢浮宫" speaks to the museum's sentence alone).
+    """
+    out_t, cor_t, C = ta.output_tokens, ta.correction_tokens, ta.cost
+    k = int(sent.max(initial=0)) + 1
+    strong = {int(sent[i]) for i in marked}
+    ok, kc = [word_kind(t.text) for t in out_t], [word_kind(t.text) for t in cor_t]
+    okey, ckey = [value_key(t.text) for t in out_t], [value_key(t.text) for t in cor_t]
+    says = [set() for _ in range(k)]
+    for i in range(len(out_t)):
+        if ok[i] in CONTENT_KINDS:
+            says[sent[i]].add(okey[i])
+    df = {}
+    for keys in says:
+        for key in keys:
+            df[key] = df.get(key, 0) + 1
+    share = np.zeros(k)
+    q = _content_keys(tokenize(question)) if question else set()
+    if q:  # each question word counts 1 / (number of sentences that say it)
+        total = sum(1.0 / df.get(key, 1) for key in q)
+        share = np.array([sum(1.0 / df[key] for key in q & keys) / total for keys in says])
+    targets = []
+    for a, b in clause_spans(correction):
+        js = [j for j, t in enumerate(cor_t) if a <= t.start < b and kc[j] in CONTENT_KINDS]
+        if not js:
+            continue
+        terse = len(js) <= cfg.terse_words
+        score = share * (cfg.terse_question if terse else cfg.question_weight)
+        anchored = np.zeros(k, bool)
+        for j in js:
+            best = np.zeros(k)
+            for i in range(len(out_t)):
+                if ok[i] not in CONTENT_KINDS:
+                    continue
+                if okey[i] == ckey[j]:
+                    m = 1.0 / df[okey[i]]
+                    anchored[sent[i]] = True
+                elif okey[i] in q or not _same_kind(ok[i], kc[j]) or not terse and C[i, j] > cfg.unrelated_cost:
+                    continue  # the question's premise, or no value this word could replace
+                else:
+                    m = (1.0 - C[i, j]) / 2
+                best[sent[i]] = max(best[sent[i]], m)
+            score += best
+        if terse:
+            keys = {ckey[j] for j in js}
+            score -= np.array([100.0 if keys <= says[t] else 0.0 for t in range(k)])
+        if strong:
+            score = np.where(anchored | np.isin(np.arange(k), sorted(strong)), score, -np.inf)
+        t = int(np.argmax(score))
+        targets.append((js, terse, t if np.isfinite(score[t]) and score[t] > 0 else None))
+    return targets
 
 
 def token_rewards(output: str, correction: str, strategy: str = "binary", config: Optional[RewardConfig] = None,
@@ -130,7 +326,9 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
 
     strategy: "binary", "continuous", "perplexity" or "sentence".
     encoder:  a loaded :class:`~claw_lib.alignment.encoders.Encoder` (default: ``config.align.encoder``).
-    judge:    ``(model, tokenizer)`` for perplexity (default: the kit's tiny LM).
+    judge:    ``(model, tokenizer)`` for perplexity (default: the kit's tiny LM); with binary or continuous and
+              ``config.judge_weight > 0``, the words the rules find no evidence for get ``judge_weight`` x the
+              judge's perplexity reward (``info["judge_filled"]``); the rules decide the others.
     question: the question the output answers (perplexity context; optional).
     response_ids: perplexity only: the judge-tokenizer ids that produced ``output`` (the policy's
               own actions in PPO); scored as they are instead of re-tokenising the text.
@@ -165,7 +363,9 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
         info["aligned_correction"] = aligned
     negated = _negated_output(ta, aligned) if cfg.negation else np.zeros(n, bool)
     info["negated"] = [tokens[i].text for i in np.flatnonzero(negated)]
-    ev = _evidence(ta, aligned, negated, cfg, bool(cc is not None and cc.affirmed))
+    marks = _marks(ta, text, negated, cfg)
+    scope = _scope(ta, aligned, marks, cfg, question, info)
+    ev = _evidence(ta, aligned, marks, cfg, bool(cc is not None and cc.affirmed), scope)
     info["evidence"] = ev.why
     omitted = np.zeros(n, bool)
     if cfg.omissions:
@@ -180,7 +380,7 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
         r = np.full(n, float(cfg.absent))
         for i in range(n):
             formula = float(np.clip(cfg.a - cfg.b * ev.cost[i], cfg.lo, cfg.hi)) if np.isfinite(ev.cost[i]) else cfg.lo
-            if omitted[i] or (contra[i] and ev.why[i] in ("deleted", "negated")):
+            if omitted[i] or (contra[i] and ev.why[i] in ("deleted",) + _MARKS):
                 r[i] = cfg.lo
             elif contra[i]:  # graded by the cost; a pair the cost calls close but exactness does not
                 r[i] = formula if formula < 0 or not cfg.evidence else cfg.lo  # ("1946" / "1945"): lo
@@ -193,7 +393,15 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     if ev.rewrite:
         info["rewrite"] = True
         r = np.asarray(r, dtype=np.float64) * cfg.rewrite_scale
-    return TokenRewards(output, strategy, tokens, np.asarray(r, dtype=np.float64), rejected, ta, info)
+    r = np.asarray(r, dtype=np.float64)
+    if judge is not None and cfg.judge_weight > 0 and strategy != "sentence":
+        # a judge LM speaks where the rules found no evidence; where they did, they decide
+        jr = _perplexity(output, text, tokens, cfg, judge, question, {}).rewards
+        silent = np.array([s == "absent" for s in ev.status]) & ~rejected
+        r = np.where(silent, np.clip(cfg.judge_weight * jr, cfg.lo, cfg.hi), r)
+        rejected = rejected | (silent & (r < 0))
+        info["judge_filled"] = [tokens[i].text for i in np.flatnonzero(silent)]
+    return TokenRewards(output, strategy, tokens, r, rejected, ta, info)
 
 
 #: the cost an equal word pair gets at most under ``reorder`` (the contextual cost of a repeated word
@@ -245,8 +453,11 @@ class _Evidence:
     rewrite: bool
 
 
-def _evidence(ta: TextAlignment, correction: str, negated: np.ndarray, cfg: RewardConfig, affirmed: bool) -> _Evidence:
-    """Why each output word gets its reward (see the module docstring); (n,) arrays."""
+def _evidence(ta: TextAlignment, correction: str, marks: List[str], cfg: RewardConfig, affirmed: bool,
+              scope: Optional[_Scope] = None) -> _Evidence:
+    """Why each output word gets its reward (see the module docstring); (n,) arrays. marks: per word, "" or
+    why the correction rejects it outright (:func:`_marks`); scope: where a contradiction may be found
+    (:class:`_Scope`; default everywhere)."""
     out_t, cor_t, C = ta.output_tokens, ta.correction_tokens, ta.cost
     n, m = len(out_t), len(cor_t)
     ok, kc = [word_kind(t.text) for t in out_t], [word_kind(t.text) for t in cor_t]
@@ -258,28 +469,43 @@ def _evidence(ta: TextAlignment, correction: str, negated: np.ndarray, cfg: Rewa
     used = set()
     dp_pairs = []
 
+    scope = scope or _Scope(np.ones(n, bool), np.ones(n, bool), np.zeros(n, bool))
+    allowed = scope.allowed
+
     def put(i, st, reason, c=np.nan):
+        if st == "contradicted" and not allowed[i]:  # another sentence: the correction does not speak to it
+            st, reason = "absent", "elsewhere"
         status[i], why[i], cost[i] = st, reason, c
 
     def exact_pair(i, j):
         return cfg.exact and ok[i] in EXACT_KINDS and kc[j] in EXACT_KINDS
 
+    conceded = _conceded_j(ta, correction) if cfg.evidence and cfg.quotes else set()
     for i, o in enumerate(ta.alignment.op_for_output()):
-        if negated[i]:
-            put(i, "contradicted", "negated")
-            continue
+        if marks[i]:
+            put(i, "contradicted", marks[i])
+            if status[i] == "contradicted":
+                continue
         if o.op == "delete":
             put(i, "absent", "absent") if cfg.evidence else put(i, "contradicted", "deleted")
             continue
         j, c = o.j, o.cost
+        if j in conceded:  # "Sydney is the biggest city, but ...": what the user concedes confirms nothing
+            put(i, "absent", "conceded", c)
+            continue
         if o.op == "match":
             if exact_pair(i, j) and okey[i] != ckey[j]:
+                if scope.premise[i]:  # "巴西" matched with "巴西利亚": the question's subject, not the claim
+                    put(i, "absent", "premise", c)
+                    continue
                 put(i, "contradicted", "exact", c)
             else:
                 put(i, "confirmed", "match", c)
-            used.add(j)
+            if allowed[i]:  # a pair in another sentence leaves the correction's word free for this one
+                used.add(j)
         elif exact_pair(i, j) and okey[i] == ckey[j]:
-            used.add(j)
+            if allowed[i]:
+                used.add(j)
             put(i, "confirmed", "same value", c)
         elif not cfg.evidence:
             used.add(j)
@@ -289,15 +515,19 @@ def _evidence(ta: TextAlignment, correction: str, negated: np.ndarray, cfg: Rewa
             dp_pairs.append((i, j))
     rewrite = False
     if cfg.evidence:
-        where = {}  # a word the correction repeats anywhere is confirmed, whatever the order
+        where = {}  # a word the correction repeats anywhere is confirmed, whatever the order (not in a concession)
         for j in range(m):
-            if j not in neg_j and kc[j] != "punct":
+            if j not in neg_j and kc[j] != "punct" and j not in conceded:
                 where.setdefault(ckey[j], j)
         for i in range(n):
             if status[i] == "absent" and ok[i] != "punct" and okey[i] in where:
-                used.add(where[okey[i]])
+                if allowed[i]:  # a repetition in another sentence leaves the word free to correct this one
+                    used.add(where[okey[i]])
                 put(i, "confirmed", "mentioned", C[i, where[okey[i]]])
-        _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, elaborating, put)
+        marked = {okey[i] for i in range(n) if marks[i]}  # a value named as wrong is no alternative to pair
+        used |= {j for j in range(m) if ckey[j] in marked}
+        units = (_units_after(out_t), _units_after(cor_t))
+        _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, elaborating, put, scope, units)
         # copies carry the evidence (and the cost) of the word they copy
         wrong = {okey[i]: cost[i] for i in range(n) if status[i] == "contradicted" and ok[i] in CONTENT_KINDS}
         for i in range(n):  # every copy of a contradicted word ("伦敦伦敦") is wrong too
@@ -325,6 +555,28 @@ def _evidence(ta: TextAlignment, correction: str, negated: np.ndarray, cfg: Rewa
     return _Evidence(status, why, cost, rewrite)
 
 
+#: how the clause after a concession starts: "Auckland is the biggest city, but the capital is Wellington."
+_BUT = {"zh": ("但是", "但", "不过", "可是", "然而"), "en": ("but", "however", "though", "yet")}
+
+
+def _conceded_j(ta: TextAlignment, correction: str) -> set:
+    """Indices of correction words in a clause followed by a "but" clause: what the user concedes ("Auckland
+    is the biggest city, but ...") is not a confirmation of the output's claim about it."""
+    spans = clause_spans(correction)
+    zh = guess_lang(correction) == "zh"
+    out = set()
+    for (a, b), (c, _) in zip(spans, spans[1:]):
+        nxt = correction[c:].lstrip().casefold()
+        if any(nxt.startswith(w) if zh else re.match(rf"{w}\b", nxt) for w in _BUT["zh" if zh else "en"]):
+            out |= {j for j, t in enumerate(ta.correction_tokens) if a <= t.start < b}
+    return out
+
+
+def _initial(word: str) -> bool:
+    """One capital letter: an initial ("J" of "J. R. R. Tolkien")."""
+    return len(word) == 1 and word.isupper()
+
+
 def _units(tokens: List[Token], text: str, kinds: List[str]) -> List[List[int]]:
     """Runs of name / code tokens that form one name or code: words separated by spaces ("Pacific
     Ocean", "Charlotte Brontë"), initials with their dots ("J. R. R. Tolkien"), a middle dot
@@ -339,7 +591,7 @@ def _units(tokens: List[Token], text: str, kinds: List[str]) -> List[List[int]]:
             cur.append(k)
         elif cur and not gap and t.text in ".·•()" and (
                 t.text in "()" or k + 1 < len(tokens) and kinds[k + 1] in ("name", "code")
-                and not text[t.end:tokens[k + 1].start].strip()):
+                and (text[t.end:tokens[k + 1].start] == "" or _initial(tokens[k - 1].text))):
             cur.append(k)
         else:
             units.append(cur)
@@ -349,19 +601,27 @@ def _units(tokens: List[Token], text: str, kinds: List[str]) -> List[List[int]]:
         1 for i in u if tokens[i].text in "()") >= 2]
 
 
-def _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, elaborating, put) -> None:
+def _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, elaborating, put, scope,
+                    units) -> None:
     """Pair output words the correction does not confirm with words it brings, most certain first:
     (0) numbers / codes / names that differ, paired by the alignment; (1) the same paired anywhere
     in the correction (``alternatives`` "exact" or "all"; cost at most ``unrelated_cost``); (2)
     content words the alignment paired, cost above the neutral band (and the match threshold) and
     at most ``unrelated_cost``; (3) content words paired anywhere, mutually closest, same limits
     (``alternatives="all"``). Greedy, each word used once. The alignment's pairs inside the
-    neutral band are paraphrases: "absent", and they use up their correction word."""
+    neutral band are paraphrases: "absent", and they use up their correction word. Then (4) each terse
+    clause of the correction (``scope.answers``) whose words are all still unpaired contradicts the closest
+    compatible word of the sentence it answers, whatever the cost ("皮肤。" -> 肝脏 in "人体最大的器官是肝脏").
+    Numbers pair only with numbers, and only when their units agree (70公斤 is no alternative to 8%).
+    scope: where (:class:`_Scope`); units: the unit after each output / correction word ("" if none)."""
     dp = dict(dp_pairs)
     low = max(cfg.neutral_band, cfg.align.match_threshold)
+    ounit, cunit = units
 
     def compatible(i, j):
-        return ok[i] in CONTENT_KINDS and kc[j] in CONTENT_KINDS and (ok[i] == "number") == (kc[j] == "number")
+        if not (ok[i] in CONTENT_KINDS and kc[j] in CONTENT_KINDS and (ok[i] == "number") == (kc[j] == "number")):
+            return False
+        return ok[i] != "number" or not ounit[i] or not cunit[j] or ounit[i] == cunit[j]
 
     def exact(i, j):
         return cfg.exact and ok[i] in EXACT_KINDS and kc[j] in EXACT_KINDS
@@ -378,7 +638,8 @@ def _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, e
             put(i, "absent", "unrelated", C[i, j])
         elif elaborating:
             put(i, "absent", "elaboration", C[i, j])
-    cand = [i for i in range(len(ok)) if status[i] == "absent" and ok[i] in CONTENT_KINDS]
+    cand = [i for i in range(len(ok)) if status[i] == "absent" and ok[i] in CONTENT_KINDS and scope.allowed[i]
+            and not scope.premise[i]]
     free = [j for j in range(len(kc)) if j not in used and j not in neg_j and kc[j] in CONTENT_KINDS]
     pairs = []
     for i in cand:
@@ -390,7 +651,7 @@ def _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, e
                 klass = 0 if on_path else 1
                 if klass == 1 and (cfg.alternatives == "none" or C[i, j] > cfg.unrelated_cost):
                     continue
-            elif elaborating or not low < C[i, j] <= cfg.unrelated_cost:
+            elif elaborating or not low < C[i, j] <= cfg.unrelated_cost or not scope.restated[i]:
                 continue
             else:
                 klass = 2 if on_path else 3
@@ -410,6 +671,34 @@ def _contradictions(C, ok, kc, okey, ckey, status, used, neg_j, dp_pairs, cfg, e
         taken_i.add(i)
         taken_j.add(j)
         put(i, "contradicted", ("exact", "exact", "replaced", "alternative")[klass], c)
+    for js, where in scope.answers:
+        js = [j for j in js if j not in taken_j and j not in used and j not in neg_j]
+        if elaborating or not js or any(status[i] == "contradicted" for i in np.flatnonzero(where)):
+            continue  # the clause's words are all placed, or the sentence has its contradiction already
+        options = [(C[i, j], i) for j in js for i in np.flatnonzero(where) if status[i] == "absent"
+                   and scope.allowed[i] and not scope.premise[i] and compatible(i, j) and _same_kind(ok[i], kc[j])]
+        if options:
+            c, i = min(options)
+            put(i, "contradicted", "answer", c)
+
+
+#: unit words after a number ("70 公斤", "11 meters", "20 %"): numbers with different units are not alternatives
+_EN_UNITS = frozenset("""% percent meter meters metre metres kilometer kilometers km m cm mm mile miles feet foot inch
+    inches yard yards kilogram kilograms kg gram grams g pound pounds ton tons liter liters litre litres ml second
+    seconds minute minutes hour hours day days week weeks month months year years degree degrees century centuries
+    mph""".split())
+
+
+def _units_after(tokens: Sequence[Token]) -> List[str]:
+    """Per token: the unit word right after it when it is a number ("" otherwise, or when none follows)."""
+    from ..text.phrases import ZH_MEASURES
+
+    out = []
+    for k, t in enumerate(tokens):
+        nxt = tokens[k + 1].text.casefold() if k + 1 < len(tokens) else ""
+        unit = nxt in _EN_UNITS or nxt in ZH_MEASURES or nxt in ("％", "%")
+        out.append(value_key(nxt) if word_kind(t.text) == "number" and unit else "")
+    return out
 
 
 def omitted_at(ta) -> np.ndarray:

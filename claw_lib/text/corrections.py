@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
-from .phrases import (AFFIRM_EN, AFFIRM_ZH, ASIDE_STARTS, CONTRAST_MARKERS, COPULAS, FUNCTION_WORDS, LEADIN_WORDS,
+from .phrases import (AFFIRM_EN, AFFIRM_ZH, ASIDE_STARTS, CONTRAST_MARKERS, COPULAS, FIRST_PERSON, FUNCTION_WORDS,
+                      LEADIN_WORDS,
                       NUMBER_WORDS_EN, ZH_MEASURES, ZH_NUMERALS)
 
 __all__ = ["CleanCorrection", "clean_correction", "negated_spans", "is_chinese", "guess_lang", "word_kind",
@@ -86,19 +87,22 @@ def clean_correction(text: str) -> CleanCorrection:
 
     1. split into clauses at ，,。；;！!？? (punctuation stays with its clause);
     2. drop a clause that is only a lead-in (不对 / No / Wrong ...) and strip lead-ins at clause start;
-    3. drop asides: clauses starting with 另外/还有/顺便/此外 or Also/By the way/Besides;
+    3. drop asides: clauses starting with 另外/还有/顺便/此外 or Also/By the way/Besides, and a sentence
+       after the first kept clause that starts with 我 / I / My (:data:`FIRST_PERSON`: "Kilimanjaro. I have a
+       poster of it." -> "Kilimanjaro.");
     4. an affirmation (对/谢谢/Thanks/Right ... with no other clause left) is flagged, not kept;
     5. if the kept text now ends with a comma (an aside was cut after it), it ends with a full stop.
     """
     if not isinstance(text, str):
         raise TypeError(f"correction must be a str, got {type(text).__name__}")
     zh = is_chinese(text)
-    spans, dropped, affirm_only, in_aside = [], [], True, False
+    spans, dropped, affirm_only, in_aside, new_sentence = [], [], True, False, True
     for m in _CLAUSE.finditer(text):
         clause, start = m.group(), m.start()
         if not clause.strip():
             continue
         ends_sentence = clause.rstrip(" \t").endswith(_SENTENCE_END)
+        starts_sentence, new_sentence = new_sentence, ends_sentence
         if in_aside:  # an aside runs to the end of its sentence
             dropped.append(clause)
             in_aside = not ends_sentence
@@ -110,7 +114,10 @@ def clean_correction(text: str) -> CleanCorrection:
             dropped.append(clause)
             continue
         low = core.casefold()
-        if low.startswith(ASIDE_STARTS["zh"]) or any(re.match(rf"{re.escape(a)}\b", low) for a in ASIDE_STARTS["en"]):
+        personal = starts_sentence and spans and (low.startswith(FIRST_PERSON["zh"]) or any(
+            re.match(rf"{re.escape(a)}\b", low) for a in FIRST_PERSON["en"]))
+        if personal or low.startswith(ASIDE_STARTS["zh"]) or any(
+                re.match(rf"{re.escape(a)}\b", low) for a in ASIDE_STARTS["en"]):
             dropped.append(clause)
             in_aside = not ends_sentence
             continue
@@ -140,6 +147,10 @@ _EN_NEG = re.compile(r"\b(?:not|isn't|is not|aren't|wasn't|never|rather than|ins
 _EN_WORD = re.compile(r"[\w\-'’]+(?:\.[\w]+)*")
 
 
+#: degree adverbs, skipped after a negation: "不是更低" rejects 低
+_DEGREE = ("更", "最", "很", "较", "比较", "还", "太", "更加")
+
+
 def _first_claim_zh(text: str, start: int, end: int):
     """The first word of text[start:end] that carries a claim (function words skipped), with the
     name parts joined to it by a middle dot (比尔·盖茨)."""
@@ -147,7 +158,7 @@ def _first_claim_zh(text: str, start: int, end: int):
 
     toks = tokenize(text[start:end])
     for k, t in enumerate(toks):
-        if word_kind(t.text) not in ("punct", "function"):
+        if word_kind(t.text) not in ("punct", "function") and t.text not in _DEGREE:
             e = t.end
             while k + 2 < len(toks) and toks[k + 1].text in ("·", "•") and toks[k + 1].start == e:
                 e, k = toks[k + 2].end, k + 2
@@ -305,7 +316,14 @@ def _both_sides(clause: str, zh: bool) -> bool:
     return bool(m) and _says_something(body[:m.start()]) and _says_something(body[m.end():])
 
 
+_LEADING_CONJ = re.compile(r"^\s*(?:(?:but|and|so|however|yet|though)\b,?\s*|(?:但是|但|不过|可是|而且|而)，?)", re.I)
+
+
 def _invert_clause_raw(clause: str, zh: bool) -> Optional[str]:
+    conj = _LEADING_CONJ.match(clause)  # "but the capital is Canberra" -> "but Canberra is the capital"
+    if conj and conj.end() < len(clause.rstrip()):
+        inv = _invert_clause_raw(clause[conj.end():], zh)
+        return None if inv is None else clause[:conj.end()] + inv
     body = clause.rstrip("，,；;。.！!？? ")
     tail = clause[len(body):]
     if zh:

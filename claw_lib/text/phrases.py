@@ -18,7 +18,7 @@ __all__ = [
     "CORRECTION_LEADS", "THANKS", "STYLE_THANKS", "VAGUE_REPLIES", "ASIDES", "QUESTION_LEADS", "STYLE_HINTS",
     "LEADIN_WORDS", "ASIDE_STARTS", "AFFIRM_ZH", "AFFIRM_EN", "NEGATIVE_MARKERS", "POSITIVE_MARKERS",
     "POSITIVE_START_ZH", "VAGUE_MARKERS", "HINT_LEADS", "hint_lead", "with_lead", "TOOL_ERROR_PREFIXES", "is_tool_error",
-    "FUNCTION_WORDS", "NUMBER_WORDS_EN", "ZH_NUMERALS", "ZH_MEASURES", "CONTRAST_MARKERS", "COPULAS",
+    "FUNCTION_WORDS", "NUMBER_WORDS_EN", "ZH_NUMERALS", "ZH_MEASURES", "CONTRAST_MARKERS", "COPULAS", "FIRST_PERSON",
 ]
 
 # --------------------------------------------------------------------------- what users say
@@ -72,10 +72,16 @@ ASIDE_STARTS: Dict[str, Tuple[str, ...]] = {
     "zh": ("另外", "还有", "顺便", "对了", "此外", "不过"),
     "en": ("also", "by the way", "btw", "besides", "anyway", "and also"),
 }
+#: a sentence of the reply (after the correction) that starts like this is about the user, an aside:
+#: "Kilimanjaro. I have a poster of it in my kitchen." / "大概146米吧。我去年去开罗玩过。"
+FIRST_PERSON: Dict[str, Tuple[str, ...]] = {
+    "zh": ("我", "话说"),
+    "en": ("i", "i'm", "i've", "i'd", "i'll", "my", "mine", "me"),
+}
 #: a short clause starting like this confirms the answer ("对，谢谢！", "Thanks, that's right.")
-AFFIRM_ZH = re.compile(r"^(对|没错|正确|是的|好的|谢谢|对的|很好|明白了|就是这样|嗯|明白)")
-AFFIRM_EN = re.compile(r"^(yes|right|correct|thanks|thank you|exactly|great|got it|that's right|okay|ok|"
-                       r"makes sense)\b", re.I)
+AFFIRM_ZH = re.compile(r"^(对|没错|正确|是的|好的|谢谢|对的|很好|明白了|就是这样|嗯|明白|原来如此|懂了)")
+AFFIRM_EN = re.compile(r"^(yes|yep|yeah|right|correct|thanks|thank you|exactly|great|got it|that's right|okay|ok|"
+                       r"makes sense|nice|cool|oh cool|spot on|perfect|good|i see|true)\b", re.I)
 
 # --------------------------------------------------------------------------- what the evidence rules listen for
 #: words that carry no checkable claim of their own (articles, pronouns, auxiliaries, prepositions,

@@ -26,14 +26,18 @@ import numpy as np
 from ..config import RewardConfig
 from ..signals.rewards import token_rewards
 
-__all__ = ["PROBE_SET", "PROBE_V2", "load_probe_set", "split_of", "probe_metrics", "probe_table",
+__all__ = ["PROBE_SET", "PROBE_V2", "PROBE_LONG", "load_probe_set", "split_of", "probe_metrics", "probe_table",
            "quality_table"]
 
 PROBE_SET = Path(__file__).resolve().parents[2] / "data" / "probe_set.jsonl"
 #: the 200-pair set with restating and free-style corrections and a dev/test split (issue 16)
 PROBE_V2 = Path(__file__).resolve().parents[2] / "data" / "probe_v2.jsonl"
+#: the 180-pair set of long outputs (2-5 sentences) and free corrections, with a question per row (issue 23,
+#: ``data/probe_long.md``)
+PROBE_LONG = Path(__file__).resolve().parents[2] / "data" / "probe_long.jsonl"
 
-_STYLES = ("restate", "free")
+_STYLES = ("restate", "free",  # v2
+           "quote_reject", "value_only", "reason", "swap", "one_word", "aside", "restate_one", "confirm")  # long
 _SPLITS = ("dev", "test")
 
 
@@ -96,14 +100,15 @@ def _summary(hits, tp, fp, fn, ok, n) -> Dict:
 
 def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = None, encoder=None,
                   judge=None, name: Optional[str] = None) -> Dict:
-    """Per strategy (a name for :func:`token_rewards`, or a callable ``(output, correction) ->
-    TokenRewards`` such as a fusion, reported under ``name``):
+    """Per strategy (a name for :func:`token_rewards`, given each row's ``question`` when it has one, or a
+    callable ``(output, correction) -> TokenRewards`` such as a fusion, reported under ``name``):
 
     * ``hit_rate``: over rows with a rejected span, the share of the lowest-reward tokens that lie
       inside a span (ties share the credit: 2 tied minima, 1 inside -> 0.5);
     * ``precision`` / ``recall``: over all rows, word tokens with reward < 0 against tokens that
       overlap a rejected span (tp: negative and inside; fp: negative, outside; fn: inside, >= 0);
-      nan when undefined (no negative token / no inside token);
+      nan when undefined (no negative token / no inside token); tokens of an ``unaddressed`` span (a
+      wrong claim the correction leaves alone, long set) count neither way;
     * ``mean_inside`` / ``mean_outside``: mean reward of tokens inside / outside the spans;
     * ``no_error_ok``: over rows without a span ("no_error"), the share with no negative reward;
     * ``by_kind`` (hit rate per kind, as before), and ``groups``: {"kind" | "lang" | "style":
@@ -119,11 +124,14 @@ def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = N
         if callable(strategy):
             tr = strategy(r["output"], r["correction"])
         else:
-            tr = token_rewards(r["output"], r["correction"], strategy, config, encoder=encoder, judge=judge)
+            tr = token_rewards(r["output"], r["correction"], strategy, config, encoder=encoder, judge=judge,
+                               question=r.get("question"))
         rw = tr.rewards
         flags = np.array([_inside(t, r["rejected"]) for t in tr.tokens], dtype=bool)
+        # a wrong claim the correction does not address (long set): neither a false positive nor a miss
+        other = np.array([_inside(t, r.get("unaddressed", [])) and not f for t, f in zip(tr.tokens, flags)], dtype=bool)
         neg = rw < 0
-        tp, fp, fn = int((neg & flags).sum()), int((neg & ~flags).sum()), int((~neg & flags).sum())
+        tp, fp, fn = int((neg & flags).sum()), int((neg & ~flags & ~other).sum()), int((~neg & flags).sum())
         inside += rw[flags].tolist()
         outside += rw[~flags].tolist()
         h, ok = None, None
@@ -159,6 +167,7 @@ def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = N
     overall = _summary(hits, tot["tp"], tot["fp"], tot["fn"], ok_no_err, len(rows))
     return {
         "strategy": name or (strategy if isinstance(strategy, str) else getattr(strategy, "__name__", "custom")),
+        "n": len(rows),
         "hit_rate": overall["hit_rate"],
         "precision": overall["precision"],
         "recall": overall["recall"],

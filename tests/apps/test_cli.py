@@ -162,3 +162,17 @@ def test_cli_train_flags_and_the_lr_warning(tmp_path, capsys):
     assert "peak memory" in cap.out and "GiB" in cap.out
     assert main(["train", "--task", "real", "--user", "tool", "--steps", "1"]) == 2
     assert "--task 'real' has the users" in capsys.readouterr().err
+
+
+def test_cli_rewards_judge_weight(capsys):
+    """--judge-weight loads the judge for binary rewards and fills the words the rules leave at 0; out of range is
+    refused naming the option."""
+    args = ["rewards", "法国的首都是伦敦。它在塞纳河畔。", "巴黎。", "--question", "法国的首都是哪里？", "--json"]
+    assert main(args) == 0
+    plain = json.loads(capsys.readouterr().out)["tokens"]
+    assert main(args + ["--judge-weight", "0.5"]) == 0
+    judged = json.loads(capsys.readouterr().out)["tokens"]
+    assert len(plain) == len(judged) and [t["reward"] for t in plain] != [t["reward"] for t in judged]
+    with pytest.raises(SystemExit) as e:  # argparse refuses it before any work
+        main(args + ["--judge-weight", "-1"])
+    assert e.value.code == 2 and "--judge-weight" in capsys.readouterr().err

@@ -237,3 +237,89 @@ def test_fuse_rewards():
     assert np.isclose(z.mean(), 0) and np.isclose(z.std(), 1)
     with pytest.raises(ValueError, match="disagree"):
         fuse_rewards({"a": rb, "b": rp[:2]})
+
+
+# --------------------------------------------------------------------------- long outputs (issue 23)
+def negative(tr):
+    return [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0]
+
+
+@pytest.mark.parametrize("output, correction, question, wrong", [
+    # the issue's example: the correction quotes the wrong value to reject it, and the right sentence stays alone
+    ("光速约每秒三十万公里。声音在空气中约每秒一千五百米。", "声音在空气里大约每秒340米，你说的一千五百米是水里的速度。", None,
+     ["一千五百米"]),
+    ("A right angle has 90 degrees. A straight angle has 360 degrees.", "It's 180, not 360.", None, ["360"]),
+    # a terse correction answers the question: the sentence that answers it, not a subject every sentence repeats
+    ("The capital of Scotland is Glasgow. Scotland is part of the United Kingdom.", "Edinburgh.",
+     "What is the capital of Scotland?", ["Glasgow"]),
+    ("人体最大的器官是肝脏。成年人的皮肤总面积约有两平方米。", "皮肤。", "人体最大的器官是什么？", ["肝脏"]),
+    ("The square root of 144 is 11. You can check it because 12 times 12 is 144.", "12.",
+     "What is the square root of 144?", ["11"]),
+    # a concession is not a confirmation
+    ("The capital of Australia is Sydney. It has about 26 million people.",
+     "Sydney is the biggest city, but the capital is Canberra.", "What is the capital of Australia?", ["Sydney"]),
+    # swaps and polarity
+    ("计算机关机以后，内存里的数据会保留，硬盘里的数据会丢失。所以文件要保存到硬盘上。", "内存和硬盘说反了。", None, ["内存", "硬盘"]),
+    ("Penguins are birds. They can fly short distances.", "They can't.", None, ["can"]),
+])
+def test_long_outputs_localise_the_correction(e5, output, correction, question, wrong):
+    tr = token_rewards(output, correction, "binary", encoder=e5, question=question)
+    assert negative(tr) == wrong, (negative(tr), tr.info)
+    off = token_rewards(output, correction, "binary", RewardConfig(**ARTICLE_RULES), encoder=e5, question=question)
+    assert len(off.rewards) == len(tr.rewards)
+
+
+def test_other_sentences_stay_neutral(e5):
+    """A correction that restates one sentence says nothing about the others: no negative reward there, and the
+    info names the sentence it addressed."""
+    out = "Mount Everest is 8,849 meters high. It lies on the border of Nepal and India. Many climbers try it."
+    tr = token_rewards(out, "It lies on the border of Nepal and China.", "binary", encoder=e5)
+    assert negative(tr) == ["India"] and tr.info["addressed_sentences"] == [1]
+    first = [r for t, r in zip(tr.tokens, tr.rewards) if t.start < out.index("It lies")]
+    assert min(first) >= 0
+
+
+def test_the_questions_words_are_its_premise(e5):
+    """A word the question says is never the target of an alternative ("巴西" against "巴西利亚"), unless the
+    correction rejects it outright; without the question (or with premise=False) it can be."""
+    out, cor, q = "巴西的首都是里约热内卢。巴西是南美洲面积最大的国家。", "巴西利亚。", "巴西的首都是哪里？"
+    assert negative(token_rewards(out, cor, "binary", encoder=e5, question=q)) == ["里约热内卢"]
+    assert "巴西" in negative(token_rewards(out, cor, "binary", RewardConfig(premise=False), encoder=e5, question=q))
+
+
+def test_one_sentence_outputs_are_unchanged_by_the_local_rules(e5):
+    """The locality rules act on outputs of several sentences only (probe set v2's numbers do not move)."""
+    for out, cor in [(SEED_OUT, SEED_COR), ("The Harry Potter books were written by J. R. R. Tolkien.",
+                                            "No, the Harry Potter books were written by J. K. Rowling.")]:
+        a = token_rewards(out, cor, "binary", encoder=e5)
+        b = token_rewards(out, cor, "binary", RewardConfig(local=False), encoder=e5)
+        assert a.rewards.tolist() == b.rewards.tolist() and "addressed_sentences" not in a.info
+
+
+LONG = st.lists(st.sampled_from(["法国的首都是伦敦。", "它有六千万人口。", "The capital is London. ", "It has 60 million "
+                                 "people. ", "不对", "Paris.", "", "👍🏽", "1,240 minutes. "]), max_size=5).map("".join)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(LONG, LONG, st.one_of(st.none(), LONG), st.sampled_from(["binary", "continuous"]))
+def test_one_finite_reward_per_token_for_long_outputs(e5, output, correction, question, strategy):
+    tr = token_rewards(output, correction, strategy, encoder=e5, question=question)
+    assert len(tr.rewards) == len(tr.tokens) and np.all(np.isfinite(tr.rewards))
+    assert set(tr.info.get("addressed_sentences", [])) <= set(range(max(1, len(tr.tokens))))
+
+
+def test_a_judge_fills_only_the_words_the_rules_leave_silent(e5, tiny):
+    """judge_weight: a word with evidence keeps the rules' reward; a word the rules leave at 0 ("absent") gets
+    judge_weight x the judge's perplexity reward (the formula, word by word); weight 0 changes nothing."""
+    out, cor, q = "法国的首都是伦敦。它在塞纳河畔。", "巴黎。", "法国的首都是哪里？"
+    rule = token_rewards(out, cor, "binary", encoder=e5, question=q)
+    judged = token_rewards(out, cor, "perplexity", judge=tiny, question=q)
+    cfg = RewardConfig(judge_weight=0.5)
+    both = token_rewards(out, cor, "binary", cfg, encoder=e5, judge=tiny, question=q)
+    silent = [w == "absent" for w in rule.info["evidence"]]
+    assert any(silent) and not all(silent)
+    for s, r, j, b in zip(silent, rule.rewards, judged.rewards, both.rewards):
+        assert b == pytest.approx(np.clip(0.5 * j, cfg.lo, cfg.hi) if s else r)
+    assert both.info["judge_filled"] == [t.text for t, s in zip(rule.tokens, silent) if s]
+    zero = token_rewards(out, cor, "binary", encoder=e5, judge=tiny, question=q)
+    assert zero.rewards.tolist() == rule.rewards.tolist()
