@@ -1,0 +1,44 @@
+"""One name per idea (docs/glossary.md): the drifting Chinese variants never appear in a notebook's prose or in
+README.zh-CN.md, and teaching prose names no tracker issue."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+#: variant -> the glossary's term (docs/glossary.md); the seed article's title and quotes of its own word are allowed
+DRIFT = {"二元": "二值", "本套件": "工具包", "本套教程": "工具包", "词元": "token", "Token级": "token 级",
+         "Token 级": "token 级", "事后提示": "后见之明", "同策略": "在线策略", "教师型用户": "老师型用户",
+         "教师用户": "老师型用户", "老师用户": "老师型用户", "学生用户": "学生型用户", "纠正型用户": "纠错用户"}
+QUOTED = re.compile(r"《[^》]*》|“Token级”")
+BARE_KIT = re.compile(r"(?<![样一这那])本套(?!件|教程)")
+
+
+def prose(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text(encoding="utf-8")
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_the_glossary_lists_every_variant():
+    text = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    for variant, term in DRIFT.items():
+        assert variant in text and term in text, (variant, term)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "README.zh-CN.md"], ids=lambda p: p.name)
+def test_no_drifting_chinese_terms(path):
+    text = QUOTED.sub("", prose(path))
+    found = {v: t for v, t in DRIFT.items() if v in text}
+    found.update({"本套": "工具包"} if BARE_KIT.search(text) else {})
+    assert not found, f"{path.name}: use the glossary's terms (docs/glossary.md): {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_tracker_numbers_in_teaching_prose(path):
+    """A learner does not have the tracker: "issue 16" says nothing to them (README's change notes may cite it)."""
+    hits = re.findall(r"\bissues? \d+", prose(path), flags=re.I)
+    assert not hits, (path.name, hits)
