@@ -54,15 +54,11 @@ def main():
     ap.add_argument("--blob-chars", type=int, nargs="+", default=[2000, 4000], help="sizes of texts without spaces")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--reference-up-to", type=int, default=1000, help="time the old lexical cost up to this size")
-    ap.add_argument("--out", default=None, help="write the Markdown table here")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    a = ap.parse_args()
-    from claw_lib.utils import check_new_file, publish_report, set_threads
+    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
 
-    try:
-        out = check_new_file(a.out, a.force) if a.out else None
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+    add_report_args(ap, "the Markdown table")
+    a = ap.parse_args()
+    out = report_path(a)
     import warnings
 
     from claw_lib.alignment.costs import cosine_cost, lexical_cost, lexical_cost_reference

@@ -32,15 +32,11 @@ def main():
     ap.add_argument("--engines", nargs="+", default=["binary_rl", "combined"], help="strategies also run through TRL")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", default=None, help="write the Markdown tables here")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    a = ap.parse_args()
-    from claw_lib.utils import check_new_file, publish_report, set_threads
+    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
 
-    try:
-        out = check_new_file(a.out, a.force) if a.out else None
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+    add_report_args(ap, "the Markdown tables")
+    a = ap.parse_args()
+    out = report_path(a)
 
     from claw_lib.config import PPOConfig
     from claw_lib.rl.ppo import train

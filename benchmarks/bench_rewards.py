@@ -103,16 +103,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
-    ap.add_argument("--out", default=None, help="write the Markdown table here")
     ap.add_argument("--no-cli", action="store_true", help="skip the terminal measurements")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    a = ap.parse_args()
-    from claw_lib.utils import check_new_file, publish_report, set_threads
+    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
 
-    try:
-        out = check_new_file(a.out, a.force) if a.out else None
-    except ValueError as e:
-        raise SystemExit(f"error: {e}") from None
+    add_report_args(ap, "the Markdown table")
+    a = ap.parse_args()
+    out = report_path(a)
 
     from claw_lib.alignment.encoders import load_encoder
     from claw_lib.config import RewardConfig

@@ -38,16 +38,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--strategy", default="combined")
-    ap.add_argument("--out", type=Path, default=None, help="also write the table here (refused if it exists)")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    a = ap.parse_args(argv)
-    from claw_lib.utils import check_new_file, publish_report
+    from claw_lib.utils import add_report_args, publish_report, report_path
 
-    try:
-        out = None if a.out is None else check_new_file(a.out, a.force)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    add_report_args(ap, "the table")
+    a = ap.parse_args(argv)
+    out = report_path(a)
     rows = {}
     for load in ("quiet", "one busy process"):
         stop = mp.Event()

@@ -16,7 +16,7 @@ import numpy as np
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file", "OutputFolder", "MARKER",
-           "is_stream"]
+           "is_stream", "add_report_args", "report_path"]
 
 
 def cache_dir() -> Path:
@@ -219,6 +219,21 @@ def check_new_file(path, force: bool = False, what: str = "--out") -> Path:
     if p.exists() and not force:
         raise ValueError(f"{what} {p} already exists; choose a new file or pass --force to replace it")
     return p
+
+
+def add_report_args(parser, what: str = "the Markdown report") -> None:
+    """``--out FILE`` and ``--force`` of a script that writes a report (the benchmarks, tools/probe_report.py)."""
+    parser.add_argument("--out", type=Path, default=None, help=f"also write {what} here (refused if it exists)")
+    parser.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+
+
+def report_path(args) -> Optional[Path]:
+    """``args.out`` checked before the long work (:func:`check_new_file`), or None; a refusal exits with one line
+    ("error: ...", exit code 1)."""
+    try:
+        return None if args.out is None else check_new_file(args.out, args.force)
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
 
 
 def check_new_output(folder, force: bool = False, what: str = "output", marker: Optional[str] = None) -> Path:

@@ -111,3 +111,23 @@ def test_an_output_folders_marker_never_reaches_outside_it(tmp_path):
     (d / MARKER).write_text(json.dumps({"claw": "train", "files": "metrics.csv"}))
     with pytest.raises(ValueError, match="cannot be read"):
         OutputFolder.claim(d, "train")
+
+
+def test_report_scripts_refuse_an_existing_out_before_any_work(tmp_path):
+    """The benchmarks and tools/probe_report.py share add_report_args / report_path: an existing --out is refused
+    with one line (exit 1) before the measurement starts; --force lets it through; no --out is None."""
+    import argparse
+
+    from claw_lib.utils import add_report_args, report_path
+
+    ap = argparse.ArgumentParser()
+    add_report_args(ap)
+    f = tmp_path / "r.md"
+    f.write_text("mine")
+    with pytest.raises(SystemExit) as e:
+        report_path(ap.parse_args(["--out", str(f)]))
+    assert str(e.value).startswith("error: --out") and "already exists" in str(e.value) and f.read_text() == "mine"
+    assert report_path(ap.parse_args(["--out", str(f), "--force"])) == f
+    assert report_path(ap.parse_args([])) is None
+    with pytest.raises(SystemExit):
+        report_path(ap.parse_args(["--out", str(tmp_path)]))  # a folder

@@ -10,13 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from claw_lib.alignment.encoders import load_encoder
 from claw_lib.config import RewardConfig
 from claw_lib.signals.rewards import ARTICLE_RULES, token_rewards
 from claw_lib.toy.probe import PROBE_LONG, PROBE_SET, PROBE_V2, load_probe_set, probe_metrics, quality_table
-from claw_lib.utils import check_new_file, publish_report
+from claw_lib.utils import add_report_args, publish_report, report_path
 
 #: targets on test: v2's (issue 16, per language and style) and the long set's (issue 23, per language)
 TARGETS = {"v2": {"hit_rate": 0.9, "precision": 0.8, "recall": 0.85},
@@ -99,15 +98,9 @@ def report(res: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, help="also write the report to this Markdown file")
-    ap.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    add_report_args(ap, "the report (Markdown)")
     a = ap.parse_args(argv)
-    try:
-        out = None if a.out is None else check_new_file(a.out, a.force)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    publish_report(report(measure()), out)
+    publish_report(report(measure()), report_path(a))
     return 0
 
 

@@ -666,7 +666,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
-    import warnings
 
     # a warning is one line naming the command (Python's default adds the file and the source line); the
     # libraries' deprecation notices are not the user's to act on

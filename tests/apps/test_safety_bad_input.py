@@ -5,10 +5,6 @@ Each test names the review ids it covers (``../shared/notes/review-reliability.m
 """
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from claw_lib.models.lm import TINY_LM_DIR
 

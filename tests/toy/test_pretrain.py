@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from claw_lib.models.lm import TINY_LM_DIR, generate, load_causal_lm, response_logprobs
-from claw_lib.prompts import HELD_OUT_FORMS, TRAINED_FORMS, build_prompt
+from claw_lib.prompts import TRAINED_FORMS, build_prompt
 from claw_lib.toy.corpus import sample_corpus
 from claw_lib.toy.pretrain import PretrainConfig, auc, evaluate_lm, file_sha256, pretrain, train_tokenizer
 from claw_lib.toy.world import FactWorld, WorldConfig

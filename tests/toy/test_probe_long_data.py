@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from claw_lib.text.claims import sentence_spans  # the splitter the long-output rewards use counts the sentences
 from claw_lib.toy.probe import split_of
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -25,22 +26,6 @@ FIELDS = {"id": str, "lang": str, "kind": str, "style": str, "n_errors": int, "q
           "correction": str, "rejected": list, "rejected_text": list, "unaddressed": list,
           "unaddressed_text": list, "sentence_of_error": list, "split": str}
 CJK = re.compile(r"[\u4e00-\u9fff]")
-# a sentence ends after 。！？ (zh) or after . ! ? followed by white space or the end (en; "3.14", "xs.sort()" do not end one)
-_END = re.compile(r"(?<=[。！？])|(?<=[.!?])(?=\s|$)")
-
-
-def sentence_spans(text: str) -> list:
-    """[start, end) character offsets of the sentences of a zh or en text, stripped of surrounding white space."""
-    spans, pos = [], 0
-    for piece in _END.split(text):
-        start = pos + (len(piece) - len(piece.lstrip()))
-        end = pos + len(piece.rstrip())
-        if end > start:
-            spans.append((start, end))
-        pos += len(piece)
-    return spans
-
-
 @pytest.fixture(scope="module")
 def rows():
     with open(LONG, encoding="utf-8") as f:
