@@ -1,5 +1,5 @@
 """One name per idea (docs/glossary.md): the drifting Chinese variants never appear in a notebook's prose or in
-README.zh-CN.md, and teaching prose names no tracker issue."""
+README.zh-CN.md or the seed map, and teaching prose names no tracker issue."""
 import re
 from pathlib import Path
 
@@ -29,7 +29,7 @@ def test_the_glossary_lists_every_variant():
         assert variant in text and term in text, (variant, term)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "README.zh-CN.md"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "README.zh-CN.md", ROOT / "docs" / "seed_map.md"], ids=lambda p: p.name)
 def test_no_drifting_chinese_terms(path):
     text = QUOTED.sub("", prose(path))
     found = {v: t for v, t in DRIFT.items() if v in text}

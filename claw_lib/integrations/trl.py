@@ -411,17 +411,25 @@ def step_parts(ro: Rollout, sig: Signals, adv: Advantages) -> Dict:
     """What one process contributes to a step's metrics (plain lists, to gather across processes)."""
     return {"scores": [float(s) for s in ro.scores], "accepted": [h is not None for h in sig.hints],
             "signal": sig.token_signal[sig.mask].tolist(), "advantages": adv.advantages[adv.mask].tolist(),
-            "has_sample": adv.mask.any(1).tolist(), "tokens": int(ro.batch.response_mask.sum())}
+            "has_sample": adv.mask.any(1).tolist(), "tokens": int(ro.batch.response_mask.sum()),
+            "opd_health": {k: v for k, v in sig.metrics.items() if k in _OPD_HEALTH}}
+
+
+#: the OPD health metrics of :func:`~claw_lib.rl.ppo.compute_signals` (logged on a step with a hinted turn)
+_OPD_HEALTH = ("opd/gap_mean", "opd/worst_gap_mean", "opd/teacher_mass")
 
 
 def merge_step_metrics(parts: Sequence[Dict]) -> Dict[str, float]:
     """The ``reward/*`` and ``opd/*`` metrics of :func:`~claw_lib.rl.ppo.compute_signals` and
     :func:`~claw_lib.rl.ppo.compute_advantages` (same definitions, :data:`claw_lib.rl.ppo.METRICS`)
-    over the rows of every process, plus ``reward/score`` and ``timing/rollout_tokens``."""
+    over the rows of every process, plus ``reward/score`` and ``timing/rollout_tokens``. The OPD health
+    metrics are the mean of the processes' values (exact with one process)."""
     cat = lambda k: [x for p in parts for x in p[k]]  # noqa: E731
     v = torch.tensor(cat("signal"), dtype=torch.float32)
     a = torch.tensor(cat("advantages"), dtype=torch.float32)
-    return {"reward/score": float(np.mean(cat("scores"))),
+    health = {k: float(np.mean([p["opd_health"][k] for p in parts if k in p.get("opd_health", {})]))
+              for k in _OPD_HEALTH if any(k in p.get("opd_health", {}) for p in parts)}
+    return {**health, "reward/score": float(np.mean(cat("scores"))),
             "opd/accepted_fraction": float(np.mean(cat("accepted"))),
             "reward/token_mean": float(v.mean()) if v.numel() else 0.0,
             "reward/token_std": float(v.std()) if v.numel() > 1 else 0.0,

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..config import PPOConfig
-from .grids import GRIDS, ORDERING, PAPER, SETTINGS, STRATEGIES
+from .grids import GRIDS, ORDERING, PAPER, PAPER_SETTINGS, SETTINGS, STRATEGIES
 from .ppo import train
 
 __all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
@@ -21,12 +21,27 @@ __all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_
 #: the finished runs of a grid that has not finished yet (one JSON line each, after a line of the grid's
 #: settings): a grid interrupted with Ctrl-C goes on from there when the same command runs again
 PARTIAL = "ablation.partial.jsonl"
+#: "holds k times in a row": the number of consecutive evaluations of :func:`steps_to_stable`
+STABLE_K = 3
+#: the batch size of the grids written before the ``batch_size`` column existed (every committed grid used 16)
+LEGACY_BATCH = 16
 
 def steps_to_target(curve: Sequence[tuple], target: float) -> Optional[int]:
     """First step whose eval score reaches ``target`` (None if never). curve: [(step, score)]."""
     for s, v in curve:
         if v >= target:
             return s
+    return None
+
+
+def steps_to_stable(curve: Sequence[tuple], target: float, k: int = STABLE_K) -> Optional[int]:
+    """First evaluation step from which the eval score stays at or above ``target`` for ``k`` evaluations in a row
+    (that step and the next k - 1; None if never): "until the preference holds k times in a row", the measure of
+    the OpenClaw-RL digest (36 interactions for the student, 24 for the teacher) and of the paper's second version
+    (sessions until a preference holds three times in a row). curve: [(step, score)], evaluations in order."""
+    for n in range(len(curve) - k + 1):
+        if all(v >= target for _, v in curve[n:n + k]):
+            return curve[n][0]
     return None
 
 
@@ -107,6 +122,7 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
                          "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
                          "best_score": round(max(v for _, v in curve), 4), "steps": steps,
                          "steps_to_target": steps_to_target(curve, target), "target": target,
+                         "steps_to_stable": steps_to_stable(curve, target), "batch_size": grid["batch_size"],
                          "wall_s": round(time.time() - t0, 1),
                          "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
                          "update_s": round(timing["timing/update_s"], 2),
@@ -195,6 +211,12 @@ def load_results(folder) -> Tuple[List[Dict], Dict]:
             r[k] = float(r[k])
         r["steps_to_target"] = int(r["steps_to_target"]) if r["steps_to_target"] not in ("", "None") else None
     curves = {k: [tuple(p) for p in v] for k, v in json.loads((folder / "curves.json").read_text()).items()}
+    for r in rows:  # grids written before these columns: the same numbers, from the committed curves
+        r["batch_size"] = int(r.get("batch_size") or LEGACY_BATCH)
+        if r.get("steps_to_stable") in (None, "", "None"):
+            r["steps_to_stable"] = steps_to_stable(curves[f"{r['user']}/{r['strategy']}/{r['seed']}"], r["target"])
+        else:
+            r["steps_to_stable"] = int(r["steps_to_stable"])
     return rows, curves
 
 
@@ -210,6 +232,8 @@ def summarise(rows: List[Dict]) -> Dict:
     for key in sorted({(r["user"], r["strategy"]) for r in rows}):
         rs = [r for r in rows if (r["user"], r["strategy"]) == key]
         stt = [r["steps_to_target"] for r in rs]
+        sts = [r["steps_to_stable"] * r.get("batch_size", LEGACY_BATCH) if r.get("steps_to_stable") is not None
+               else None for r in rs]
         out[key] = {
             "base": float(np.mean([r["base_score"] for r in rs])),
             "at_8": _nanmean([r["score_at_8"] for r in rs]),
@@ -218,21 +242,42 @@ def summarise(rows: List[Dict]) -> Dict:
             "steps_to_target": (float(np.mean([s for s in stt if s is not None])) if any(s is not None for s in stt)
                                 else None),
             "reached": sum(s is not None for s in stt), "n": len(rs),
+            "interactions_to_stable": (float(np.mean([x for x in sts if x is not None])) if any(x is not None for x in sts)
+                                       else None),
+            "stable": sum(x is not None for x in sts),
         }
     return out
 
 
 def markdown_table(rows: List[Dict]) -> str:
-    """Mean +- std over seeds per user and strategy, with the paper's numbers where they exist."""
+    """Mean +- std over seeds per user and strategy; steps to the target; the user turns trained on until the
+    target holds :data:`STABLE_K` evaluations in a row (:func:`steps_to_stable` x the batch size); the paper's
+    numbers only on the setting that stands for the paper's Table 3 (:data:`~claw_lib.rl.grids.PAPER_SETTINGS`)."""
     s = summarise(rows)
-    lines = ["| user | strategy | base | after 8 steps | final | steps to target (reached/seeds) | paper: after 8 / 16 |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| user | strategy | base | after 8 steps | final | steps to target (reached/seeds) | "
+             f"user turns until it holds {STABLE_K} evaluations in a row (reached/seeds) | paper: after 8 / 16 |",
+             "|---|---|---|---|---|---|---|---|"]
     for (user, strat), v in s.items():
-        p = PAPER.get(strat)
+        p = PAPER.get(strat) if user in PAPER_SETTINGS else None
         stt = "-" if v["steps_to_target"] is None else f"{v['steps_to_target']:.1f}"
+        its = "-" if v["interactions_to_stable"] is None else f"{v['interactions_to_stable']:.0f}"
         lines.append(f"| {user} | {strat} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
-                     f"{stt} ({v['reached']}/{v['n']}) | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
+                     f"{stt} ({v['reached']}/{v['n']}) | {its} ({v['stable']}/{v['n']}) | "
+                     f"{'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
     return "\n".join(lines)
+
+
+def rewrite_report(folder) -> str:
+    """Write ``ablation.md`` of a grid folder again from its ``ablation.csv`` and ``curves.json`` (no training: a
+    change of the report's columns); returns the text. Only the kit's own report is replaced."""
+    from ..utils import atomic_write
+
+    rows, _ = load_results(folder)
+    report = "\n\n".join(r for r in (ordering_report(rows), engine_report(rows)) if r)
+    text = markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "")
+    with atomic_write(Path(folder) / "ablation.md") as f:
+        f.write(text)
+    return text
 
 
 def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optional[Dict]:

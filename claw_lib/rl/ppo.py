@@ -95,6 +95,10 @@ METRICS = {
     "policy/loss": "the surrogate (or distillation) loss of the last minibatch",
     "value/explained_variance": "1 - Var(returns - values) / Var(returns), value head only",
     "opd/accepted_fraction": "share of turns with a usable hint (OPD samples after filtering)",
+    "opd/gap_mean": "OPD, hinted responses only: mean teacher-minus-student log-prob per token (nats; logged when a "
+                    "turn has a hint)",
+    "opd/worst_gap_mean": "OPD, hinted responses: the mean over responses of their most negative gap (nats)",
+    "opd/teacher_mass": "OPD, hinted responses: mean probability the hinted teacher gives the student's own tokens",
     "timing/rollout_s": "seconds spent sampling, scoring the samples' log-probs and collecting the user's replies",
     "timing/score_s": "seconds spent judging and computing the per-token signals",
     "timing/update_s": "seconds spent on advantages and the PPO update",
@@ -263,15 +267,27 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
         dev = ro.batch.input_ids.device
         teacher_batch = pack([teacher_ids.get(b, p) for b, p in enumerate(ro.prompt_ids)], ro.response_ids,
                              tok.pad_token_id).to(dev)
-    return rows, [s.hint for s in sigs], teacher_batch
+    return rows, [s.hint for s in sigs], teacher_batch, _opd_health(teacher_lps, old)
+
+
+def _opd_health(teacher_lps: Dict[int, np.ndarray], old: Optional[np.ndarray]) -> Dict[str, float]:
+    """OPD's health on the hinted responses (none: {}): the mean teacher-minus-student gap per token, the mean of
+    each response's most negative gap (how hard the teacher rejects its worst token), and the teacher's mass on
+    the student's own tokens (mean exp(log pi_T): low when the hinted model would not have said them)."""
+    if not teacher_lps or old is None:
+        return {}
+    gaps = [np.asarray(t) - old[b, :len(t)] for b, t in teacher_lps.items()]
+    return {"opd/gap_mean": float(np.mean(np.concatenate(gaps))),
+            "opd/worst_gap_mean": float(np.mean([g.min() for g in gaps])),
+            "opd/teacher_mass": float(np.mean(np.exp(np.concatenate(list(teacher_lps.values())))))}
 
 
 def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
     """Stage 2: the strategy's per-token signal and mask for every response (shapes (B, T))."""
     if cfg.strategy in TOKEN_REWARD_STRATEGIES:
-        rows, hints, teacher_batch = _token_reward_rows(ro, cfg, scorer), [None] * len(ro.tasks), None
+        rows, hints, teacher_batch, health = _token_reward_rows(ro, cfg, scorer), [None] * len(ro.tasks), None, {}
     else:
-        rows, hints, teacher_batch = _openclaw_rows(ro, cfg, scorer)
+        rows, hints, teacher_batch, health = _openclaw_rows(ro, cfg, scorer)
     rmask = ro.batch.response_mask
     A = torch.zeros(rmask.shape, device=rmask.device)
     M = torch.zeros(rmask.shape, dtype=torch.bool, device=rmask.device)
@@ -284,7 +300,7 @@ def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
                "reward/token_mean": float(v.mean()) if v.numel() else 0.0,
                "reward/token_std": float(v.std()) if v.numel() > 1 else 0.0,
                "reward/positive_share": float((v > 0).float().mean()) if v.numel() else 0.0,
-               "reward/negative_share": float((v < 0).float().mean()) if v.numel() else 0.0}
+               "reward/negative_share": float((v < 0).float().mean()) if v.numel() else 0.0, **health}
     return Signals(A, M, hints, teacher_batch, metrics)
 
 

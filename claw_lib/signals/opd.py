@@ -36,7 +36,7 @@ from .judges import HintVote, RuleJudge, Vote, majority_vote, select_hint
 
 __all__ = [
     "TurnSignal", "judge_turn", "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher",
-    "topk_reverse_kl", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
+    "topk_reverse_kl", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
 ]
 
 @dataclass
@@ -203,6 +203,21 @@ def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
     s_all = torch.cat([s_top, _tail_logprob(s_top).unsqueeze(-1)], -1)
     t_all = torch.cat([t_top, _tail_logprob(t_top).unsqueeze(-1)], -1)
     return (s_all.exp() * (s_all - t_all)).sum(-1)
+
+
+def topk_overlap(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = 5) -> torch.Tensor:
+    """Share of the teacher's K most likely ids that are also among the student's K most likely, per position: an
+    OPD health check (the paper's second version selects hints by it). 1: the hint changes nothing the student would
+    consider; low: the teacher wants tokens the student would not sample.
+
+    student_logits, teacher_logits: (..., V). Returns (...) in [0, 1]."""
+    _same_vocab(student_logits, teacher_logits)
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    k = min(k, student_logits.shape[-1])
+    s_top = student_logits.topk(k, dim=-1).indices.unsqueeze(-1)   # (..., K, 1)
+    t_top = teacher_logits.topk(k, dim=-1).indices.unsqueeze(-2)   # (..., 1, K)
+    return (s_top == t_top).any(-2).float().mean(-1)
 
 
 def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5) -> torch.Tensor:

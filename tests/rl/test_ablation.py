@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from claw_lib.rl.ablation import markdown_table, ordering_report, paired, reproduce, steps_to_target, summarise
+from claw_lib.rl.ablation import (markdown_table, ordering_report, paired, reproduce, steps_to_stable, steps_to_target,
+                                  summarise)
 
 
 def test_ablation_helpers(tmp_path):
@@ -14,13 +15,27 @@ def test_ablation_helpers(tmp_path):
              "steps_to_target": None} for s, f in [(0, 0.6), (1, 0.8)]]
     s = summarise(rows)[("teacher", "opd")]
     assert s["final"] == pytest.approx(0.7) and s["final_std"] == pytest.approx(0.1) and s["reached"] == 0
-    assert "0.25 / 0.72" in markdown_table(rows)
+    assert "0.25 / 0.72" not in markdown_table(rows)  # the paper ran no such setting: no paper column there
+    assert "0.25 / 0.72" in markdown_table([dict(r, user="teacher-vague") for r in rows])
     with pytest.raises(ValueError, match="unknown setting"):
         reproduce(tmp_path, users=["boss"], progress=False)
     with pytest.raises(ValueError, match="grid must be one of"):
         reproduce(tmp_path, grid="huge", progress=False)
     with pytest.raises(ValueError, match="unknown strategy"):
         reproduce(tmp_path, strategies=["ppo"], users=["teacher"], progress=False)
+
+
+def test_steps_to_stable_by_hand():
+    """The first evaluation from which the target holds three evaluations in a row; summarise turns it into user
+    turns (x batch size) over the seeds that got there."""
+    curve = [(0, 0.2), (2, 0.95), (4, 0.8), (6, 0.9), (8, 0.92), (10, 1.0), (12, 0.7)]
+    assert steps_to_stable(curve, 0.9) == 6 and steps_to_stable(curve, 0.9, k=1) == 2
+    assert steps_to_stable(curve, 0.9, k=4) is None and steps_to_stable([], 0.9) is None
+    rows = [{"strategy": "opd", "user": "teacher", "seed": k, "base_score": 0.2, "score_at_8": 0.5, "final_score": 0.9,
+             "steps_to_target": 2, "steps_to_stable": st, "batch_size": 16} for k, st in enumerate([6, 10, None])]
+    s = summarise(rows)[("teacher", "opd")]
+    assert s["interactions_to_stable"] == (6 + 10) / 2 * 16 and s["stable"] == 2
+    assert "| 128 (2/3) |" in markdown_table(rows)
 
 
 def test_paired_difference_against_hand_computation():

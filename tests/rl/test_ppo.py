@@ -224,3 +224,18 @@ def test_lora_run_trains_only_the_adapters_and_keeps_the_teacher(tmp_path):
     resumed = train(cfg, tmp_path / "part")
     assert len(part) == 2 and strip_timings(resumed) == strip_timings(full)
     assert all(h["memory/peak_gib"] > 0 for h in full[1:]) and full[0]["timing/load_s"] > 0
+
+
+def test_opd_health_metrics_by_hand():
+    """opd/gap_mean, opd/worst_gap_mean, opd/teacher_mass over the hinted responses, against the formulas; no hinted
+    response: no metric (the keys are absent, as objective/kl without a KL term)."""
+    from claw_lib.rl.ppo import _opd_health
+
+    old = np.array([[-0.5, -0.1, -3.0], [0.0, 0.0, 0.0], [-2.0, -0.2, -0.1]])
+    t = {0: np.array([-1.0, -2.0]), 2: np.array([-0.5])}  # response 0 has 2 tokens, response 2 has 1
+    h = _opd_health(t, old)
+    gaps = [-1.0 + 0.5, -2.0 + 0.1, -0.5 + 2.0]
+    assert h["opd/gap_mean"] == pytest.approx(np.mean(gaps))
+    assert h["opd/worst_gap_mean"] == pytest.approx(np.mean([min(gaps[:2]), gaps[2]]))
+    assert h["opd/teacher_mass"] == pytest.approx(np.mean(np.exp([-1.0, -2.0, -0.5])))
+    assert _opd_health({}, old) == {} and _opd_health(t, None) == {}

@@ -134,3 +134,23 @@ def test_too_long_prompt_is_a_clear_error(tiny):
         generate(model, tok, ["很长的提示" * 100], max_new_tokens=4)
     with pytest.raises(ValueError, match="positions"):
         token_logprobs(model, tok, ["很长的提示" * 100], [[1, 2]])
+
+
+def test_topk_overlap_against_sets():
+    """topk_overlap is |top_k(student) & top_k(teacher)| / k per position, checked against Python sets on random
+    logits; identical logits give 1; a shape mismatch is one clear error."""
+    import torch
+
+    from claw_lib.signals.opd import topk_overlap
+
+    g = torch.Generator().manual_seed(0)
+    s, t = torch.randn(3, 4, 11, generator=g), torch.randn(3, 4, 11, generator=g)
+    got = topk_overlap(s, t, k=4)
+    assert got.shape == (3, 4)
+    for i in range(3):
+        for j in range(4):
+            a, b = set(s[i, j].topk(4).indices.tolist()), set(t[i, j].topk(4).indices.tolist())
+            assert got[i, j].item() == pytest.approx(len(a & b) / 4)
+    assert torch.all(topk_overlap(s, s, k=4) == 1)
+    with pytest.raises(ValueError, match="vocabularies differ"):
+        topk_overlap(s, t[..., :10])
