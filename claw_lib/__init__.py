@@ -9,9 +9,11 @@ brackets)::
     ├── ops.py           masked mean / var / whiten, selective log-softmax, entropy            [07 08]
     ├── utils.py         cache folder, device choice, seeding, stable printing; safe outputs   [00]
     │                    (atomic_write, OutputFolder: a folder holds only what claw wrote there)
+    ├── exercises.py     check(name, your_function): self-checks for the exercises           [02 04 06-08]
     ├── text/            1. words and sub-tokens; reading corrections; the phrase table        [01 03 07]
     │   ├── tokens.py        word tokens (jieba + regex), sub-tokens, moving scores between them
     │   ├── corrections.py   clean a noisy correction, find what it negates
+    │   ├── claims.py        sentences and clauses; values quoted to be rejected, denied modals, swaps
     │   ├── langs.py         which scripts a text is in; a warning for a correction in another language
     │   └── phrases.py       what the users say and what the rules listen for
     ├── alignment/       2. embed -> cost matrix -> DP alignment                               [01 02]
