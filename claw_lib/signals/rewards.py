@@ -199,11 +199,11 @@ def _scope(ta: TextAlignment, correction: str, marks: List[str], cfg: RewardConf
     sent = sentence_of(toks, ta.output)
     if sent.max(initial=0) == 0:
         return scope
-    targets = _clause_targets(ta, correction, sent, [i for i, w in enumerate(marks) if w], cfg, question)
-    addressed = {int(sent[i]) for i, w in enumerate(marks) if w} | {t for _, _, t in targets if t is not None}
-    if addressed:
-        scope.allowed = np.isin(sent, sorted(addressed))
-    info["addressed_sentences"] = sorted(addressed) if addressed else list(range(int(sent.max()) + 1))
+    marked = [i for i, w in enumerate(marks) if w]
+    targets = _clause_targets(ta, correction, sent, marked, cfg, question)
+    addressed = _addressed(sent, marked, targets)
+    scope.allowed = np.isin(sent, sorted(addressed))
+    info["addressed_sentences"] = sorted(addressed)
     scope.restated = np.isin(sent, sorted(_restated_sentences(ta, correction, sent, cfg.restated_words)))
     if swap_items(toks, correction) is None:  # "Those two are swapped." names no value to place
         scope.answers = [(js, sent == t) for js, terse, t in targets if terse and t is not None]
@@ -239,7 +239,11 @@ def addressed_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, ma
     rejects outright (``marked``: negated, quoted, swapped, polarity) and the one each of its clauses fits
     best (:func:`_clause_targets`). sent: (n,) the sentence of each output word (:func:`sentence_of`).
     Returns a set of sentence indices (all of them when nothing fits)."""
-    targets = _clause_targets(ta, correction, sent, marked, cfg, question)
+    return _addressed(sent, marked, _clause_targets(ta, correction, sent, marked, cfg, question))
+
+
+def _addressed(sent: np.ndarray, marked: Sequence[int], targets) -> set:
+    """The sentences of the marked words and the clauses' targets; all sentences when there is none."""
     out = {int(sent[i]) for i in marked} | {t for _, _, t in targets if t is not None}
     return out if out else set(range(int(sent.max(initial=0)) + 1))
 
