@@ -13,8 +13,9 @@ from dataclasses import replace
 
 from claw_lib.alignment.encoders import load_encoder
 from claw_lib.config import RewardConfig
-from claw_lib.signals.rewards import ARTICLE_RULES, token_rewards
-from claw_lib.toy.probe import PROBE_LONG, PROBE_SET, PROBE_V2, load_probe_set, probe_metrics, quality_table
+from claw_lib.signals.rewards import ARTICLE_RULES
+from claw_lib.toy.probe import (PROBE_LONG, PROBE_SET, PROBE_V2, judge_can_read, load_probe_set, probe_metrics,
+                                quality_table)
 from claw_lib.utils import add_report_args, publish_report, report_path
 
 #: targets on test: v2's (issue 16, per language and style) and the long set's (issue 23, per language)
@@ -41,22 +42,13 @@ def measure() -> dict:
 
     tiny = load_causal_lm("tiny")
     for split in ("dev", "test"):
-        rows = [r for r in load_probe_set(PROBE_LONG, split) if _fits(r, tiny)]
+        rows = [r for r in load_probe_set(PROBE_LONG, split) if judge_can_read(r, tiny)]
         res[("perplexity (tiny judge)", "defaults", "long*", split)] = probe_metrics(rows, "perplexity", encoder=e5,
                                                                                       judge=tiny)
         res[("binary + tiny judge 0.5", "defaults", "long*", split)] = probe_metrics(
             rows, "binary", RewardConfig(judge_weight=0.5), encoder=e5, judge=tiny)
         res[("binary", "defaults", "long*", split)] = probe_metrics(rows, "binary", encoder=e5)
     return res
-
-
-def _fits(row: dict, judge) -> bool:
-    """Whether the judge's context holds the row's prompt and output (the tiny GPT has 160 positions)."""
-    try:
-        token_rewards(row["output"], row["correction"], "perplexity", judge=judge, question=row["question"])
-        return True
-    except ValueError:
-        return False
 
 
 def _key(k) -> str:

@@ -88,6 +88,7 @@ from ..models.lm import pack, pad_token_id, peak_memory_gib
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
 from ..models.lora import has_lora
 from ..rl.ppo import (
+    OPD_HEALTH,
     Advantages,
     Rollout,
     Scorer,
@@ -412,11 +413,7 @@ def step_parts(ro: Rollout, sig: Signals, adv: Advantages) -> Dict:
     return {"scores": [float(s) for s in ro.scores], "accepted": [h is not None for h in sig.hints],
             "signal": sig.token_signal[sig.mask].tolist(), "advantages": adv.advantages[adv.mask].tolist(),
             "has_sample": adv.mask.any(1).tolist(), "tokens": int(ro.batch.response_mask.sum()),
-            "opd_health": {k: v for k, v in sig.metrics.items() if k in _OPD_HEALTH}}
-
-
-#: the OPD health metrics of :func:`~claw_lib.rl.ppo.compute_signals` (logged on a step with a hinted turn)
-_OPD_HEALTH = ("opd/gap_mean", "opd/worst_gap_mean", "opd/teacher_mass")
+            "opd_health": {k: v for k, v in sig.metrics.items() if k in OPD_HEALTH}}
 
 
 def merge_step_metrics(parts: Sequence[Dict]) -> Dict[str, float]:
@@ -428,7 +425,7 @@ def merge_step_metrics(parts: Sequence[Dict]) -> Dict[str, float]:
     v = torch.tensor(cat("signal"), dtype=torch.float32)
     a = torch.tensor(cat("advantages"), dtype=torch.float32)
     health = {k: float(np.mean([p["opd_health"][k] for p in parts if k in p.get("opd_health", {})]))
-              for k in _OPD_HEALTH if any(k in p.get("opd_health", {}) for p in parts)}
+              for k in OPD_HEALTH if any(k in p.get("opd_health", {}) for p in parts)}
     return {**health, "reward/score": float(np.mean(cat("scores"))),
             "opd/accepted_fraction": float(np.mean(cat("accepted"))),
             "reward/token_mean": float(v.mean()) if v.numel() else 0.0,

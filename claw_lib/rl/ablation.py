@@ -16,7 +16,8 @@ from .grids import GRIDS, ORDERING, PAPER, PAPER_SETTINGS, SETTINGS, STRATEGIES
 from .ppo import train
 
 __all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
-           "ordering_report", "engine_report", "load_results", "PARTIAL"]
+           "ordering_report", "engine_report", "load_results", "PARTIAL", "steps_to_stable", "report_text",
+           "rewrite_report"]
 
 #: the finished runs of a grid that has not finished yet (one JSON line each, after a line of the grid's
 #: settings): a grid interrupted with Ctrl-C goes on from there when the same command runs again
@@ -135,9 +136,8 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
             w.writerows(rows)
         with atomic_write(out / "curves.json") as f:
             f.write(json.dumps(curves))
-        report = "\n\n".join(r for r in (ordering_report(rows), engine_report(rows)) if r)
         with atomic_write(out / "ablation.md") as f:
-            f.write(markdown_table(rows) + "\n" + (f"\n{report}\n" if report else ""))
+            f.write(report_text(rows))
         for (user, engine), label in labels.items():
             plot_curves(curves, label, per_setting[user], out / f"curves_{label}.png")
         (out / PARTIAL).unlink(missing_ok=True)  # the grid is whole: its tables hold every run
@@ -226,6 +226,12 @@ def _nanmean(xs) -> float:
     return float(xs[~np.isnan(xs)].mean()) if (~np.isnan(xs)).any() else float("nan")
 
 
+def _mean_known(xs) -> Optional[float]:
+    """Mean over the values that are not None (the seeds that got there); None when none did."""
+    known = [x for x in xs if x is not None]
+    return float(np.mean(known)) if known else None
+
+
 def summarise(rows: List[Dict]) -> Dict:
     """(user, strategy) -> mean and std over seeds of base, step-8 and final scores, steps to target."""
     out = {}
@@ -239,11 +245,9 @@ def summarise(rows: List[Dict]) -> Dict:
             "at_8": _nanmean([r["score_at_8"] for r in rs]),
             "final": float(np.mean([r["final_score"] for r in rs])),
             "final_std": float(np.std([r["final_score"] for r in rs])),
-            "steps_to_target": (float(np.mean([s for s in stt if s is not None])) if any(s is not None for s in stt)
-                                else None),
+            "steps_to_target": _mean_known(stt),
             "reached": sum(s is not None for s in stt), "n": len(rs),
-            "interactions_to_stable": (float(np.mean([x for x in sts if x is not None])) if any(x is not None for x in sts)
-                                       else None),
+            "interactions_to_stable": _mean_known(sts),
             "stable": sum(x is not None for x in sts),
         }
     return out
@@ -267,14 +271,18 @@ def markdown_table(rows: List[Dict]) -> str:
     return "\n".join(lines)
 
 
+def report_text(rows: List[Dict]) -> str:
+    """The text of a grid's ``ablation.md``: the table, then the paired orderings and engine comparisons."""
+    report = "\n\n".join(r for r in (ordering_report(rows), engine_report(rows)) if r)
+    return markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "")
+
+
 def rewrite_report(folder) -> str:
     """Write ``ablation.md`` of a grid folder again from its ``ablation.csv`` and ``curves.json`` (no training: a
     change of the report's columns); returns the text. Only the kit's own report is replaced."""
     from ..utils import atomic_write
 
-    rows, _ = load_results(folder)
-    report = "\n\n".join(r for r in (ordering_report(rows), engine_report(rows)) if r)
-    text = markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "")
+    text = report_text(load_results(folder)[0])
     with atomic_write(Path(folder) / "ablation.md") as f:
         f.write(text)
     return text

@@ -270,6 +270,10 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     return rows, [s.hint for s in sigs], teacher_batch, _opd_health(teacher_lps, old)
 
 
+#: the OPD health metrics :func:`compute_signals` logs on a step with a hinted turn (see :data:`METRICS`)
+OPD_HEALTH = ("opd/gap_mean", "opd/worst_gap_mean", "opd/teacher_mass")
+
+
 def _opd_health(teacher_lps: Dict[int, np.ndarray], old: Optional[np.ndarray]) -> Dict[str, float]:
     """OPD's health on the hinted responses (none: {}): the mean teacher-minus-student gap per token, the mean of
     each response's most negative gap (how hard the teacher rejects its worst token), and the teacher's mass on
@@ -277,9 +281,9 @@ def _opd_health(teacher_lps: Dict[int, np.ndarray], old: Optional[np.ndarray]) -
     if not teacher_lps or old is None:
         return {}
     gaps = [np.asarray(t) - old[b, :len(t)] for b, t in teacher_lps.items()]
-    return {"opd/gap_mean": float(np.mean(np.concatenate(gaps))),
-            "opd/worst_gap_mean": float(np.mean([g.min() for g in gaps])),
-            "opd/teacher_mass": float(np.mean(np.exp(np.concatenate(list(teacher_lps.values())))))}
+    values = (float(np.mean(np.concatenate(gaps))), float(np.mean([g.min() for g in gaps])),
+              float(np.mean(np.exp(np.concatenate(list(teacher_lps.values()))))))
+    return dict(zip(OPD_HEALTH, values))
 
 
 def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:

@@ -191,8 +191,8 @@ def _scope(ta: TextAlignment, correction: str, marks: List[str], cfg: RewardConf
     toks = ta.output_tokens
     n = len(toks)
     scope = _Scope(np.ones(n, bool), np.ones(n, bool), np.zeros(n, bool))
-    if question and cfg.premise:
-        q = _content_keys(tokenize(question))
+    q = _content_keys(tokenize(question)) if question else set()  # the question's words, read once
+    if q and cfg.premise:
         scope.premise = np.array([word_kind(t.text) in CONTENT_KINDS and value_key(t.text) in q for t in toks], bool)
     if not cfg.local:
         return scope
@@ -200,7 +200,7 @@ def _scope(ta: TextAlignment, correction: str, marks: List[str], cfg: RewardConf
     if sent.max(initial=0) == 0:
         return scope
     marked = [i for i, w in enumerate(marks) if w]
-    targets = _clause_targets(ta, correction, sent, marked, cfg, question)
+    targets = _clause_targets(ta, correction, sent, marked, cfg, q)
     addressed = _addressed(sent, marked, targets)
     scope.allowed = np.isin(sent, sorted(addressed))
     info["addressed_sentences"] = sorted(addressed)
@@ -239,7 +239,8 @@ def addressed_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, ma
     rejects outright (``marked``: negated, quoted, swapped, polarity) and the one each of its clauses fits
     best (:func:`_clause_targets`). sent: (n,) the sentence of each output word (:func:`sentence_of`).
     Returns a set of sentence indices (all of them when nothing fits)."""
-    return _addressed(sent, marked, _clause_targets(ta, correction, sent, marked, cfg, question))
+    q = _content_keys(tokenize(question)) if question else set()
+    return _addressed(sent, marked, _clause_targets(ta, correction, sent, marked, cfg, q))
 
 
 def _addressed(sent: np.ndarray, marked: Sequence[int], targets) -> set:
@@ -256,10 +257,11 @@ def _same_kind(a: str, b: str) -> bool:
 
 
 def _clause_targets(ta: TextAlignment, correction: str, sent: np.ndarray, marked: Sequence[int], cfg: RewardConfig,
-                    question: Optional[str]) -> List[Tuple[List[int], bool, Optional[int]]]:
+                    q: set) -> List[Tuple[List[int], bool, Optional[int]]]:
     """Per clause of the correction (:func:`claw_lib.text.claims.clause_spans`) that carries a claim: its
     content words (indices into the correction's tokens), whether it is terse (at most ``terse_words`` of
-    them) and the output sentence it fits best (None: none):
+    them) and the output sentence it fits best (None: none). q: the question's content words (value keys;
+    empty without a question).
 
     * a clause scores each sentence by the sum, over its content words, of their best match there:
       1 / (number of sentences that say it) for a word the sentence says too (a subject every sentence
@@ -287,7 +289,6 @@ def _clause_targets(ta: TextAlignment, correction: str, sent: np.ndarray, marked
         for key in keys:
             df[key] = df.get(key, 0) + 1
     share = np.zeros(k)
-    q = _content_keys(tokenize(question)) if question else set()
     if q:  # each question word counts 1 / (number of sentences that say it)
         total = sum(1.0 / df.get(key, 1) for key in q)
         share = np.array([sum(1.0 / df[key] for key in q & keys) / total for keys in says])

@@ -26,7 +26,8 @@ import numpy as np
 from ..config import RewardConfig
 from ..signals.rewards import token_rewards
 
-__all__ = ["PROBE_SET", "PROBE_V2", "PROBE_LONG", "load_probe_set", "split_of", "probe_metrics", "probe_table",
+__all__ = ["PROBE_SET", "PROBE_V2", "PROBE_LONG", "load_probe_set", "split_of", "probe_metrics", "judge_can_read",
+           "probe_table",
            "quality_table"]
 
 PROBE_SET = Path(__file__).resolve().parents[2] / "data" / "probe_set.jsonl"
@@ -81,6 +82,16 @@ def load_probe_set(path=None, split: Optional[str] = None) -> List[dict]:
             if split is None or r.get("split") == split:
                 rows.append(r)
     return rows
+
+
+def judge_can_read(row: dict, judge) -> bool:
+    """Whether the judge LM's context holds a probe row's question and output (the tiny GPT has 160 positions; a
+    row it cannot read is left out of a judge's measurement rather than failing it)."""
+    try:
+        token_rewards(row["output"], row["correction"], "perplexity", judge=judge, question=row.get("question"))
+        return True
+    except ValueError:
+        return False
 
 
 def _inside(tok, spans) -> bool:

@@ -94,3 +94,13 @@ def test_probe_v2_dev_gate(e5, strategy):
     m = probe_metrics(load_probe_set(PROBE_V2, "dev"), strategy, encoder=e5)
     assert m["hit_rate"] >= 0.8 and m["precision"] >= 0.85 and m["recall"] >= 0.8, m
     assert m["no_error_ok"] == 1.0
+
+
+def test_judge_can_read_a_row_within_its_context(tiny):
+    """judge_can_read: a short row fits the tiny GPT's 160 positions, a row of a few hundred characters does not
+    (the judge's measurement leaves it out instead of failing)."""
+    from claw_lib.toy.probe import judge_can_read
+
+    short = {"output": "法国的首都是伦敦。", "correction": "不对，法国的首都是巴黎。", "question": "法国的首都是哪里？"}
+    long = dict(short, output="法国的首都是伦敦。" * 40)
+    assert judge_can_read(short, tiny) and not judge_can_read(long, tiny)
