@@ -24,7 +24,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-__all__ = ["AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
+__all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
            "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model"]
@@ -36,9 +36,11 @@ PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl",
 #: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool
 USERS = ("correcting", "student", "teacher", "tool")
 #: how per-token signals become advantages in the PPO loop
-ADVANTAGES = ("direct", "grpo", "gae")
+ADVANTAGES = ("direct", "whiten", "reward_to_go", "grpo", "gae")
+#: how a word's reward reaches the policy's sub-tokens (:func:`claw_lib.text.tokens.words_to_subtokens`)
+SUBTOKEN_MODES = ("spread", "first", "split")
 #: the divergences of ``opd_kl`` (OPD as distillation)
-DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl")
+DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl", "topk_clipped")
 #: where the questions come from: the toy fact world (the tiny GPT's) or real-world questions with short
 #: checkable answers (:mod:`claw_lib.toy.real_tasks`, for a real instruct model)
 WORLDS = ("fact", "real")
@@ -292,10 +294,17 @@ class LossConfig:
     vf_coef: float = 0.5
     """weight of the value loss (advantage "gae" only)"""
     distill: str = "forward_kl"
-    """opd_kl: "forward_kl" (KL(teacher || student) over the vocabulary) or "topk_reverse_kl"
-    (KL(student || teacher) over the teacher's top ``distill_topk`` ids plus a tail bin)"""
+    """opd_kl: "forward_kl" (KL(teacher || student) over the vocabulary), "topk_reverse_kl"
+    (KL(student || teacher) over the teacher's top ``distill_topk`` ids plus a tail bin) or "topk_clipped" (the
+    paper's second version: a clipped surrogate over the old student's top ``clipped_k`` ids with the teacher's
+    gap clipped to +-``clipped_gap``, :func:`claw_lib.signals.opd.clipped_topk_opd`; its launcher also sets
+    ``eps_high`` 0.28)"""
     distill_topk: int = 50
     """K of the top-K reverse KL (upstream: 50)"""
+    clipped_k: int = 4
+    """k of "topk_clipped": the old student's k most likely ids at each position (the v2 launcher: 4)"""
+    clipped_gap: float = 1.0
+    """"topk_clipped": the teacher-minus-student gap is clipped to +-this, in nats (the v2 launcher: 1; 0: no clip)"""
 
     def for_strategy(self, strategy: str) -> "LossConfig":
         """This config with ``eps_high`` and ``loss_agg`` resolved for ``strategy`` (None -> the
@@ -344,10 +353,16 @@ class PPOConfig:
     minibatches: int = 1
     """minibatches per pass"""
     advantage: str = "direct"
-    """"direct" (the per-token signal is the advantage: OpenClaw's no-baseline broadcast), "grpo"
-    (the user's score minus the batch mean) or "gae" (a value head, GAE, whitened)"""
+    """"direct" (the per-token signal is the advantage: OpenClaw's no-baseline broadcast), "whiten" (the
+    signal whitened over the batch's tokens), "reward_to_go" (each token's signal plus the discounted ones
+    after it), "grpo" (the user's score minus the batch mean) or "gae" (a value head, GAE, whitened);
+    notebook 08 compares them"""
+    subtokens: str = "spread"
+    """alignment and perplexity strategies: how a word's reward reaches its sub-tokens: "spread" (every
+    sub-token gets it), "first" (the first sub-token only, the rest 0: the article's advice) or "split"
+    (divided equally); notebook 08 compares them in training"""
     gamma: float = 1.0
-    """GAE discount"""
+    """discount of "reward_to_go" and "gae"""
     lam: float = 0.95
     """GAE lambda"""
     eval_prompts: Optional[int] = None
@@ -481,7 +496,8 @@ def field_docs(cls) -> Dict[str, str]:
 LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "steps": (1, 100_000, True, True), "batch_size": (1, 4096, True, True), "max_new_tokens": (1, 8192, True, True),
     "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "eval_prompts": (1, 10_000, True, True),
-    "loss.distill_topk": (1, 1_000_000, True, True), "opd.m": (1, 100, True, True),
+    "loss.distill_topk": (1, 1_000_000, True, True), "loss.clipped_k": (1, 1_000_000, True, True),
+    "loss.clipped_gap": (0, 100, True, True), "opd.m": (1, 100, True, True),
     "seed": (0, 2**32 - 1, True, True),
     **{n: (0, 100_000, True, True) for n in ("save_every", "eval_every", "opd.min_hint_chars")},
     "threads": (0, 1024, True, True),
@@ -525,7 +541,7 @@ def validate(cfg, prefix: str = "") -> None:
     from .prompts import PROMPT_FORMS
 
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
-               "task.prompt_form": tuple(PROMPT_FORMS),
+               "subtokens": SUBTOKEN_MODES, "task.prompt_form": tuple(PROMPT_FORMS),
                "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
                "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live"), "task.world": WORLDS,
                "dtype": DTYPES}

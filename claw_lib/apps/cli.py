@@ -376,7 +376,7 @@ TRAIN_FLAGS = {
     "--strategy": "strategy", "--user": "task.user", "--questions": "task.questions",
     "--misconception-share": "task.misconception_share", "--p-vague": "task.p_vague",
     "--w-rl-negative": "opd.w_rl_negative", "--steps": "steps", "--seed": "seed", "--lr": "lr",
-    "--batch-size": "batch_size", "--advantage": "advantage", "--kl-coef": "loss.kl_coef",
+    "--batch-size": "batch_size", "--advantage": "advantage", "--subtokens": "subtokens", "--kl-coef": "loss.kl_coef",
     "--save-every": "save_every", "--model": "model", "--device": "device", "--temperature": "temperature",
     "--opd-clip": "opd.clip", "--loss-agg": "loss.loss_agg", "--eps-high": "loss.eps_high",
     "--dtype": "dtype", "--threads": "threads", "--max-new-tokens": "max_new_tokens", "--eval-size": "eval_prompts",
@@ -396,11 +396,12 @@ def _declaring_class(path: str):
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
-    from ..config import ADVANTAGES, DTYPES, LOSS_AGGREGATIONS, PER_MODEL, PPO_STRATEGIES, WORLDS
+    from ..config import ADVANTAGES, DTYPES, LOSS_AGGREGATIONS, PER_MODEL, PPO_STRATEGIES, SUBTOKEN_MODES, WORLDS
 
     defaults = flatten(PPOConfig())
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "task.questions": ("single", "pair"),
-               "advantage": ADVANTAGES, "loss.loss_agg": LOSS_AGGREGATIONS, "dtype": DTYPES, "task.world": WORLDS}
+               "advantage": ADVANTAGES, "subtokens": SUBTOKEN_MODES, "loss.loss_agg": LOSS_AGGREGATIONS, "dtype": DTYPES,
+               "task.world": WORLDS}
     for flag, path in TRAIN_FLAGS.items():
         cls, name = _declaring_class(path)
         default = None if path in PER_MODEL else defaults[path]  # per model: resolved once the model is loaded

@@ -5,6 +5,8 @@ True at real response tokens.
 
 * :func:`gae` -- generalised advantage estimation, vectorised (:func:`gae_loop` is the reference,
   one sequence and one step at a time);
+* :func:`reward_to_go` -- the discounted sum of the rewards at and after each token (GAE with no values
+  and lambda 1);
 * :func:`kl_estimate` -- per-token KL(pi || pi_ref) estimators k1, k3 and the clamped k3 (low_var_kl);
 * :func:`aggregate_loss` -- per-token losses to one number: a token mean, or OpenClaw's sample mean;
 * :func:`clipped_surrogate` -- PPO's clipped objective as a loss, and the share of clipped tokens;
@@ -22,7 +24,7 @@ import torch
 
 from ..ops import masked_mean
 
-__all__ = ["gae", "gae_loop", "kl_estimate", "clipped_surrogate", "aggregate_loss", "ValueHead", "KL_CLAMP"]
+__all__ = ["gae", "gae_loop", "reward_to_go", "kl_estimate", "clipped_surrogate", "aggregate_loss", "ValueHead", "KL_CLAMP"]
 
 
 def gae_loop(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float):
@@ -54,6 +56,13 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
         adv[:, t] = last
     adv = adv * m
     return adv, adv + v
+
+
+def reward_to_go(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
+    """G_t = sum over k >= t of gamma^(k - t) r_k within each response; rewards, mask: (B, T), right-padded;
+    returns (B, T), 0 at padding. Equal to :func:`gae` with all values 0 and lambda 1; gamma 0 returns the
+    rewards themselves (notebook 08: with gamma 1 a wrong word's -1 flows back onto every token before it)."""
+    return gae(rewards, torch.zeros_like(rewards), mask, gamma, 1.0)[0]
 
 
 #: upstream clamps its low-variance KL estimate per token to this range

@@ -11,8 +11,9 @@
                           ``combined`` (OpenClaw-RL, :mod:`claw_lib.signals.opd`), or ``opd_kl``
                           (OPD as distillation to the hinted teacher on the student's own prefixes);
 3. :func:`compute_advantages` "direct" (the signal is the advantage: OpenClaw's no-baseline
-                          broadcast), "grpo" (the user's score minus the batch mean) or "gae" (a
-                          value head, GAE(gamma, lambda), whitened);
+                          broadcast), "whiten" (the signal whitened over the batch), "reward_to_go"
+                          (discounted sum of the signal from each token on), "grpo" (the user's score
+                          minus the batch mean) or "gae" (a value head, GAE(gamma, lambda), whitened);
 4. :func:`ppo_update`     clipped surrogate (clip range and loss aggregation per strategy as
                           OpenClaw-RL's run scripts), optional KL to the frozen reference (k1, k3,
                           clamped k3), gradient clipping, epochs x minibatches.
@@ -59,6 +60,7 @@ from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whi
 from ..prompts import teacher_prompt
 from ..signals.opd import (
     binary_rl_advantages,
+    clipped_topk_opd,
     combined_advantages,
     generalized_jsd,
     judge_turn,
@@ -67,7 +69,7 @@ from ..signals.opd import (
 )
 from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
-from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate
+from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
            "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
@@ -217,7 +219,8 @@ class Signals:
 
 
 def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
-    """Alignment / perplexity rewards on each response's own action tokens (spread over sub-tokens)."""
+    """Alignment / perplexity rewards on each response's own action tokens (onto sub-tokens as
+    ``cfg.subtokens`` says)."""
     from ..signals.mapping import policy_token_rewards
     from ..signals.rewards import token_rewards
     from ..text.corrections import clean_correction
@@ -233,7 +236,7 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
             tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
                                judge=scorer.judge_lm, question=t.fact.question(), response_ids=ids)
         try:
-            a = policy_token_rewards(tr, scorer.tokenizer, ids, "spread")
+            a = policy_token_rewards(tr, scorer.tokenizer, ids, cfg.subtokens)
         except ValueError:  # a response the word tokenizer cannot map (e.g. empty): no sample
             a = np.zeros(len(ids))
         rows.append((a, np.full(len(ids), bool(len(tr.tokens)))))
@@ -331,9 +334,11 @@ def _values(policy, value_head, batch: Batch) -> torch.Tensor:
 
 
 def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, value_head=None) -> Advantages:
-    """Stage 3: "direct" uses the signal as it is; "grpo" broadcasts each response's user score minus
-    the batch mean to all its tokens (every response counts); "gae" runs GAE with ``value_head``'s
-    values and whitens the result over the mask."""
+    """Stage 3: "direct" uses the signal as it is; "whiten" whitens it over the mask (mean 0, std 1
+    across the batch's tokens); "reward_to_go" sums each token's signal and the ones after it,
+    discounted by ``cfg.gamma``; "grpo" broadcasts each response's user score minus the batch mean to
+    all its tokens (every response counts); "gae" runs GAE with ``value_head``'s values and whitens the
+    result over the mask."""
     A, M, returns = sig.token_signal, sig.mask, None
     rmask = ro.batch.response_mask
     if cfg.advantage == "grpo":
@@ -346,6 +351,10 @@ def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, v
         A, returns = gae(A.clone(), values, M, cfg.gamma, cfg.lam)
         if M.sum() > 1:
             A = masked_whiten(A, M) * M
+    elif cfg.advantage == "whiten" and M.sum() > 1:
+        A = masked_whiten(A, M) * M
+    elif cfg.advantage == "reward_to_go":
+        A = reward_to_go(A, M, cfg.gamma)
     metrics = {"reward/advantage_mean": float(masked_mean(A, M)) if M.any() else 0.0,
                "reward/masked_fraction": float(M.any(1).float().mean())}
     every = cfg.strategy == "binary_rl" or cfg.advantage == "grpo"
@@ -369,6 +378,8 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     policy.train()
     idx = np.arange(len(ro.response_ids))
     stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
+    old_topk = _old_topk(policy, ro.batch, cfg, L.clipped_k) if cfg.strategy == "opd_kl" and L.distill == "topk_clipped" \
+        and M.any() else None
     if M.any():
         for _ in range(cfg.epochs):
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
@@ -387,9 +398,17 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                         t_logits = gather_positions(teacher(input_ids=tb.input_ids,
                                                             attention_mask=tb.attention_mask).logits,
                                                     tb.logit_index) / cfg.temperature
-                    div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
-                        else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
-                    loss, clipfrac = aggregate_loss(div, m_sub, L.loss_agg, rows), torch.tensor(0.0)
+                    if L.distill == "topk_clipped":  # v2: a clipped surrogate over the old student's top-k ids
+                        ids_k, old_k = old_topk[0][mb_t], old_topk[1][mb_t]
+                        div, held = clipped_topk_opd(torch.log_softmax(logits.float(), -1).gather(-1, ids_k), old_k,
+                                                     torch.log_softmax(t_logits.float(), -1).gather(-1, ids_k),
+                                                     L.clipped_gap, L.eps, L.eps_high)
+                        clipfrac = masked_mean(held, m_sub)
+                    else:
+                        div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
+                            else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
+                        clipfrac = torch.tensor(0.0)
+                    loss = aggregate_loss(div, m_sub, L.loss_agg, rows)
                 else:
                     loss, clipfrac = clipped_surrogate(lp, old[mb_t] if old is not None else lp.detach(), A[mb_t],
                                                        m_sub, L.eps, L.eps_high, L.loss_agg, rows)
@@ -423,6 +442,19 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
         metrics["value/explained_variance"] = float(1 - (r - v).var() / r.var().clamp(min=1e-8))
     policy.eval()
     return metrics
+
+
+@torch.no_grad()
+def _old_topk(policy, batch: Batch, cfg: PPOConfig, k: int):
+    """The policy before the update: its k most likely ids at every response position and their full-vocabulary
+    log-probs, ((B, T, k) long, (B, T, k) float), for the v2 top-k OPD loss (one forward without gradient)."""
+    was_training = policy.training
+    policy.eval()
+    logits = scaled_logits(gather_positions(policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits,
+                                            batch.logit_index), cfg.temperature)
+    policy.train(was_training)
+    lp, ids = torch.log_softmax(logits.float(), -1).topk(min(k, logits.shape[-1]), dim=-1)
+    return ids, lp
 
 
 # --------------------------------------------------------------------------- the loop

@@ -36,7 +36,7 @@ from .judges import HintVote, RuleJudge, Vote, majority_vote, select_hint
 
 __all__ = [
     "TurnSignal", "judge_turn", "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher",
-    "topk_reverse_kl", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
+    "topk_reverse_kl", "clipped_topk_opd", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
 ]
 
 @dataclass
@@ -203,6 +203,35 @@ def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
     s_all = torch.cat([s_top, _tail_logprob(s_top).unsqueeze(-1)], -1)
     t_all = torch.cat([t_top, _tail_logprob(t_top).unsqueeze(-1)], -1)
     return (s_all.exp() * (s_all - t_all)).sum(-1)
+
+
+def clipped_topk_opd(current_lp: torch.Tensor, old_lp: torch.Tensor, teacher_lp: torch.Tensor, clip: float = 1.0,
+                     eps: float = 0.2, eps_high: float = 0.28):
+    """OPD as the paper's second version trains it: a clipped surrogate over the old student's top-k ids at every
+    response position (upstream ``openclaw-combine/hint_opd_loss._opd_one_sample``; docs/openclaw_v2.md, section 6).
+
+    current_lp, old_lp, teacher_lp: (..., k) full-vocabulary log-probs (nats, never renormalised within the k ids)
+    of the same k ids S_i, by the current policy (with gradient), the policy before the update and the hinted
+    teacher. Per id v in S_i: weight w_v = softmax of old_lp over S_i, gap clip(teacher_lp - old_lp, -clip, clip)
+    (``clip`` <= 0: no clip), advantage A_v = w_v * gap (detached), ratio rho_v = exp(current_lp - old_lp) (log
+    clamped to +-20); the loss is the **sum** over S_i of max(-A_v rho_v, -A_v clip(rho_v, 1 - eps, 1 + eps_high)).
+
+    Returns (loss (...), clipped (...)): the per-position loss and the share of its k ratios the clip holds.
+    Worked case: old (log 0.5, log 0.25), teacher (log 0.25, log 0.5), current = old (ratios 1): w = (2/3, 1/3),
+    gaps (-log 2, +log 2), loss = -(2/3 (-log 2) + 1/3 log 2) = (log 2) / 3 = 0.231 (tests/signals/test_opd.py)."""
+    if not (current_lp.shape == old_lp.shape == teacher_lp.shape):
+        raise ValueError(f"log-prob shapes differ: current {tuple(current_lp.shape)}, old {tuple(old_lp.shape)}, "
+                         f"teacher {tuple(teacher_lp.shape)}")
+    old = old_lp.detach().float()
+    w = torch.softmax(old, -1)
+    gap = teacher_lp.detach().float() - old
+    if clip > 0:
+        gap = gap.clamp(-clip, clip)
+    adv = w * gap
+    ratio = torch.exp((current_lp.float() - old).clamp(-20.0, 20.0))
+    loss = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - eps, 1 + eps_high)).sum(-1)
+    clipped = ((ratio < 1 - eps) & (adv < 0)) | ((ratio > 1 + eps_high) & (adv > 0))
+    return loss, clipped.float().mean(-1)
 
 
 def topk_overlap(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = 5) -> torch.Tensor:

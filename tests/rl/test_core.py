@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from claw_lib.rl.core import clipped_surrogate, gae, gae_loop, kl_estimate
+from claw_lib.rl.core import clipped_surrogate, gae, gae_loop, kl_estimate, reward_to_go
 
 
 def test_gae_vectorised_equals_loop_float64():
@@ -53,3 +53,19 @@ def test_kl_estimators_against_exact_kl():
     assert (kl_estimate(lp, lq, "k3") >= 0).all()
     with pytest.raises(ValueError):
         kl_estimate(lp, lq, "k2")
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.5, 1.0])
+def test_reward_to_go_against_the_sum(gamma):
+    """G_t = sum over k >= t (within the response) of gamma^(k - t) r_k, written as the sum; padding stays 0."""
+    g = torch.Generator().manual_seed(3)
+    r = torch.randn(4, 7, generator=g, dtype=torch.float64)
+    lengths = [7, 3, 1, 5]
+    mask = torch.tensor([[t < n for t in range(7)] for n in lengths])
+    G = reward_to_go(r * mask, mask, gamma)
+    for b, n in enumerate(lengths):
+        for t in range(7):
+            want = sum(gamma ** (k - t) * float(r[b, k]) for k in range(t, n)) if t < n else 0.0
+            assert float(G[b, t]) == pytest.approx(want, abs=1e-12)
+    if gamma == 0.0:
+        assert torch.equal(G, r * mask)

@@ -239,3 +239,97 @@ def test_opd_health_metrics_by_hand():
     assert h["opd/worst_gap_mean"] == pytest.approx(np.mean([min(gaps[:2]), gaps[2]]))
     assert h["opd/teacher_mass"] == pytest.approx(np.mean(np.exp([-1.0, -2.0, -0.5])))
     assert _opd_health({}, old) == {} and _opd_health(t, None) == {}
+
+
+def test_subtoken_modes_in_the_loop():
+    """PPOConfig.subtokens decides how a word's reward reaches its sub-tokens: on one batch, "spread" gives
+    every sub-token of a word the word's reward, "first" the first one only (0 on the rest), "split" divides
+    it (the sums per word agree with "spread"'s first sub-token); checked against words_to_subtokens."""
+    from claw_lib.models.lm import load_causal_lm
+    from claw_lib.rl.ppo import Scorer, compute_signals, rollout
+    from claw_lib.signals.opd import frozen_teacher
+    from claw_lib.toy.users import FactEnv
+
+    policy, tok = load_causal_lm("tiny")
+    ref = frozen_teacher(policy)
+    base = PPOConfig(strategy="binary", task=TaskConfig(questions="pair"), steps=1, batch_size=6, eval_prompts=4,
+                     progress=False)
+    ro = rollout(policy, tok, FactEnv(user="correcting", seed=0, questions="pair"), base, step=0)
+    rows = {m: compute_signals(ro, override(base, {"subtokens": m}), Scorer.for_run(base, policy, ref, tok)).token_signal
+            for m in ("spread", "first", "split")}
+    multi = 0
+    for b, ids in enumerate(ro.response_ids):
+        n = len(ids)
+        spread, first, split = (rows[m][b, :n].cpu().numpy() for m in ("spread", "first", "split"))
+        # first: a subset of spread's values, zero elsewhere; split: never larger in size than spread
+        assert np.all((first == spread) | (first == 0))
+        assert np.all(np.abs(split) <= np.abs(spread) + 1e-6) and np.all(np.sign(split) == np.sign(spread))
+        multi += int(np.sum((first == 0) & (spread != 0)))
+    assert multi > 0  # some word of this batch has more than one sub-token
+    with pytest.raises(ValueError, match="subtokens must be one of"):
+        train(PPOConfig(subtokens="last", steps=1, progress=False))
+
+
+def test_whiten_and_reward_to_go_advantages():
+    """advantage "whiten": the direct signal whitened over the mask (masked mean 0, std 1); "reward_to_go":
+    core.reward_to_go of the signal with cfg.gamma; both keep the mask, and train() runs with either."""
+    from claw_lib.models.lm import load_causal_lm
+    from claw_lib.ops import masked_mean
+    from claw_lib.rl.core import reward_to_go
+    from claw_lib.rl.ppo import Scorer, compute_advantages, compute_signals, rollout
+    from claw_lib.signals.opd import frozen_teacher
+    from claw_lib.toy.users import FactEnv
+
+    policy, tok = load_causal_lm("tiny")
+    cfg = PPOConfig(strategy="binary", task=TaskConfig(questions="pair"), steps=1, batch_size=6, eval_prompts=4,
+                    progress=False)
+    ro = rollout(policy, tok, FactEnv(user="correcting", seed=1, questions="pair"), cfg, step=0)
+    sig = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, frozen_teacher(policy), tok))
+    direct = compute_advantages(ro, sig, cfg)
+    white = compute_advantages(ro, sig, override(cfg, {"advantage": "whiten"}))
+    rtg = compute_advantages(ro, sig, override(cfg, {"advantage": "reward_to_go", "gamma": 0.5}))
+    M = sig.mask
+    assert torch.equal(direct.advantages, sig.token_signal) and torch.equal(white.mask, M) and torch.equal(rtg.mask, M)
+    w = white.advantages[M]
+    assert float(masked_mean(white.advantages, M)) == pytest.approx(0.0, abs=1e-5)
+    assert float(w.std()) == pytest.approx(1.0, abs=1e-4) and torch.all(white.advantages[~M] == 0)
+    assert torch.allclose(rtg.advantages, reward_to_go(sig.token_signal, M, 0.5))
+    for adv in ("whiten", "reward_to_go"):
+        h = train(override(cfg, {"advantage": adv}))
+        assert np.isfinite(h[-1]["policy/loss"])
+
+
+def test_v2_clipped_topk_loss_in_the_update():
+    """opd_kl with loss.distill="topk_clipped": the first update's loss is the v2 loss on the student's own top 4 ids,
+    computed here from the policy before the update and the teacher on sig.teacher_batch, averaged per response
+    then over the hinted responses (upstream's sample mean); at ratio 1 nothing is clipped."""
+    from claw_lib.models.lm import load_causal_lm
+    from claw_lib.ops import gather_positions
+    from claw_lib.rl.core import aggregate_loss
+    from claw_lib.rl.ppo import Scorer, compute_advantages, compute_signals, ppo_update, rollout
+    from claw_lib.signals.opd import clipped_topk_opd, frozen_teacher
+    from claw_lib.toy.users import FactEnv
+
+    cfg = PPOConfig(strategy="opd_kl", task=TaskConfig(user="teacher"), steps=1, batch_size=6, eval_prompts=4,
+                    progress=False, loss=LossConfig(distill="topk_clipped", clipped_k=4, clipped_gap=1.0, eps_high=0.28))
+    policy, tok = load_causal_lm("tiny")
+    ref = frozen_teacher(policy)
+    ro = rollout(policy, tok, FactEnv(user="teacher", seed=0), cfg, step=0)
+    sig = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, ref, tok))
+    adv = compute_advantages(ro, sig, cfg)
+    assert adv.mask.any()
+    with torch.no_grad():
+        s_lp = torch.log_softmax(gather_positions(policy(input_ids=ro.batch.input_ids,
+                                                         attention_mask=ro.batch.attention_mask).logits,
+                                                  ro.batch.logit_index).float(), -1)
+        tb = sig.teacher_batch
+        t_lp = torch.log_softmax(gather_positions(ref(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
+                                                  tb.logit_index).float(), -1)
+        old_k, ids = s_lp.topk(4, -1)
+        per_pos, _ = clipped_topk_opd(old_k, old_k, t_lp.gather(-1, ids), 1.0, 0.2, 0.28)
+        want = float(aggregate_loss(per_pos, adv.mask, "sample_mean", adv.sample_rows))
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
+    stats = ppo_update(policy, opt, ro, sig, adv, cfg, step=0, teacher=ref)
+    assert stats["policy/loss"] == pytest.approx(want, abs=1e-5) and stats["policy/clipfrac"] == 0.0
+    hist = train(override(cfg, {"steps": 2}))
+    assert all(np.isfinite(h["policy/loss"]) for h in hist[1:])

@@ -1,4 +1,6 @@
 """OpenClaw-RL signals: dispatch, OPD and combined advantages, distillation losses, the gap on the tiny GPT."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,7 @@ from claw_lib.prompts import teacher_prompt
 from claw_lib.signals.opd import (
     TurnSignal,
     binary_rl_advantages,
+    clipped_topk_opd,
     combined_advantages,
     dispatch,
     generalized_jsd,
@@ -154,3 +157,63 @@ def test_topk_overlap_against_sets():
     assert torch.all(topk_overlap(s, s, k=4) == 1)
     with pytest.raises(ValueError, match="vocabularies differ"):
         topk_overlap(s, t[..., :10])
+
+
+# --------------------------------------------------------------------------- the v2 clipped top-k loss
+def _clipped_topk_by_hand(cur, old, teacher, clip, eps, eps_high):
+    """The v2 loss one position and one id at a time, in Python floats (upstream _opd_one_sample, written out)."""
+    out = np.zeros(cur.shape[:-1])
+    for pos in np.ndindex(*cur.shape[:-1]):
+        o = [float(x) for x in old[pos]]
+        z = sum(math.exp(x) for x in o)
+        total = 0.0
+        for v in range(cur.shape[-1]):
+            w = math.exp(o[v]) / z
+            gap = float(teacher[pos][v]) - o[v]
+            if clip > 0:
+                gap = max(-clip, min(clip, gap))
+            a = w * gap
+            rho = math.exp(max(-20.0, min(20.0, float(cur[pos][v]) - o[v])))
+            total += max(-a * rho, -a * max(1 - eps, min(1 + eps_high, rho)))
+        out[pos] = total
+    return out
+
+
+def test_clipped_topk_opd_worked_case():
+    """old (0.5, 0.25), teacher (0.25, 0.5), ratios 1: weights (2/3, 1/3), gaps (-log 2, +log 2); the loss is
+    -(2/3 (-log 2) + 1/3 log 2) = (log 2) / 3, nothing clipped."""
+    old = torch.log(torch.tensor([0.5, 0.25]))
+    loss, clipped = clipped_topk_opd(old.clone(), old, torch.log(torch.tensor([0.25, 0.5])))
+    assert float(loss) == pytest.approx(math.log(2) / 3, abs=1e-6) and float(clipped) == 0.0
+
+
+@pytest.mark.parametrize("clip", [0.0, 1.0, 2.0])
+def test_clipped_topk_opd_against_the_loop(clip):
+    """Random log-probs with ratios away from 1 (some clipped) and gaps beyond +-1: the vectorised loss equals the
+    loop over positions and ids, for the launcher's clip (1), the loss file's fallback (2) and no clip (0)."""
+    g = torch.Generator().manual_seed(7)
+    logits = torch.randn(3, 5, 40, generator=g, dtype=torch.float64) * 2
+    old_full = torch.log_softmax(logits, -1)
+    lp, ids = old_full.topk(4, -1)
+    cur = torch.log_softmax(logits + 0.4 * torch.randn(3, 5, 40, generator=g, dtype=torch.float64), -1).gather(-1, ids)
+    teacher = torch.log_softmax(3 * torch.randn(3, 5, 40, generator=g, dtype=torch.float64), -1).gather(-1, ids)
+    loss, clipped = clipped_topk_opd(cur, lp, teacher, clip, 0.2, 0.28)
+    want = _clipped_topk_by_hand(cur.numpy(), lp.numpy(), teacher.numpy(), clip, 0.2, 0.28)
+    assert np.allclose(loss.numpy(), want, atol=1e-5) and 0 < float(clipped.mean()) < 1
+
+
+def test_clipped_topk_opd_gradient_at_ratio_one():
+    """At the first update (current = old) the gradient of the loss with respect to the current log-probs is minus
+    the advantage w_v * clip(gap): probability moves towards the ids among the student's top k the teacher prefers,
+    not only the sampled one; the gap is clipped to +-C before the weighting."""
+    old = torch.log(torch.tensor([0.6, 0.3, 0.1]))
+    teacher = torch.log(torch.tensor([0.05, 0.15, 0.8]))
+    cur = old.clone().requires_grad_(True)
+    loss, _ = clipped_topk_opd(cur, old, teacher, clip=1.0)
+    loss.backward()
+    w = torch.softmax(old, -1)
+    adv = w * (teacher - old).clamp(-1, 1)
+    assert torch.allclose(cur.grad, -adv, atol=1e-6)
+    assert float(cur.grad[2]) < 0 < float(cur.grad[0])      # the teacher's favourite goes up, the student's down
+    with pytest.raises(ValueError, match="log-prob shapes differ"):
+        clipped_topk_opd(cur, old[:2], teacher)
