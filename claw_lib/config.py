@@ -33,8 +33,9 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
 #: what the PPO loop can train on: the alignment rewards and OpenClaw-RL's signals
 PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
-#: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool
-USERS = ("correcting", "student", "teacher", "tool")
+#: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool,
+#: "tool-chain" for episodes of 2-4 calls with one outcome (:mod:`claw_lib.toy.chains`)
+USERS = ("correcting", "student", "teacher", "tool", "tool-chain")
 #: how per-token signals become advantages in the PPO loop
 ADVANTAGES = ("direct", "whiten", "reward_to_go", "grpo", "gae")
 #: how a word's reward reaches the policy's sub-tokens (:func:`claw_lib.text.tokens.words_to_subtokens`)
@@ -243,7 +244,11 @@ class TaskConfig:
     """Who asks what in the toy world (:class:`claw_lib.toy.users.FactEnv`)."""
 
     user: str = "correcting"
-    """"correcting", "student", "teacher" or "tool" (:mod:`claw_lib.toy.users`)"""
+    """"correcting", "student", "teacher", "tool" (:mod:`claw_lib.toy.users`) or "tool-chain" (episodes of 2-4
+    lookups with one outcome, :mod:`claw_lib.toy.chains`; strategy "binary_rl"; ``batch_size`` counts episodes)"""
+    chain_reward: str = "outcome+prm"
+    """"tool-chain": each step's reward, the episode's outcome o (+1 every call right, else -1) alone ("outcome") or
+    plus the judge's vote on the step's next state ("outcome+prm", OpenClaw-RL's R_j = o + p_j)"""
     questions: str = "single"
     """"single" or "pair" (two capitals per question, correcting user only: the token vs sentence A/B)"""
     relations: Tuple[str, ...] = ("capital",)
@@ -544,12 +549,15 @@ def validate(cfg, prefix: str = "") -> None:
                "subtokens": SUBTOKEN_MODES, "task.prompt_form": tuple(PROMPT_FORMS),
                "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
                "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live"), "task.world": WORLDS,
-               "dtype": DTYPES}
+               "dtype": DTYPES, "task.chain_reward": ("outcome", "outcome+prm")}
     for name, allowed in choices.items():
         key = name[len(prefix):] if name.startswith(prefix) else None  # a sub-config: its own (unprefixed) names
         if key in flat and flat[key] not in allowed:
             raise ValueError(f"{name} must be one of {allowed}, got {flat[key]!r}")
-    if flat.get("task.world") == "real" and (flat["task.user"] == "tool" or flat["task.questions"] == "pair"):
+    if flat.get("task.user") == "tool-chain" and flat.get("strategy") not in (None, "binary_rl"):
+        raise ValueError(f"task.user 'tool-chain' trains with strategy 'binary_rl' (its reward: task.chain_reward), "
+                         f"got {flat['strategy']!r}")
+    if flat.get("task.world") == "real" and (flat["task.user"] in ("tool", "tool-chain") or flat["task.questions"] == "pair"):
         raise ValueError("task.world 'real' has the users 'correcting', 'student' and 'teacher' and single questions, "
                          f"got user {flat['task.user']!r} with {flat['task.questions']!r} questions")
     if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:

@@ -8,7 +8,7 @@
     claw opd --prompt Q --response R --next-state S [--json]   hindsight OPD advantages
     claw opd --input FILE.jsonl        one JSON line per input line {"prompt", "response", "next_state"}
     claw train --strategy S --user U --steps N --seed K --out DIR [--engine trl]   PPO on the fact world
-    claw reproduce [--grid quick|full|table3|table3-extra] [--out DIR]   the ablation grid: table, CSV, curves
+    claw reproduce [--grid quick|full|table3|...] [--out DIR]   the ablation grid: table, CSV, curves
 
 Rules for every command: nothing a user has is overwritten by default (an input file, a folder that
 holds results, the shipped checkpoint: ``--force`` says so explicitly), and a file claw did not write is
@@ -380,7 +380,7 @@ TRAIN_FLAGS = {
     "--save-every": "save_every", "--model": "model", "--device": "device", "--temperature": "temperature",
     "--opd-clip": "opd.clip", "--loss-agg": "loss.loss_agg", "--eps-high": "loss.eps_high",
     "--dtype": "dtype", "--threads": "threads", "--max-new-tokens": "max_new_tokens", "--eval-size": "eval_prompts",
-    "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world",
+    "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--chain-reward": "task.chain_reward",
 }
 #: types of the options whose default is None
 _NONE_DEFAULT_TYPES = {"loss.loss_agg": str, "lr": float, "max_new_tokens": int, "eval_prompts": int, "lora_rank": int}
@@ -401,7 +401,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     defaults = flatten(PPOConfig())
     choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "task.questions": ("single", "pair"),
                "advantage": ADVANTAGES, "subtokens": SUBTOKEN_MODES, "loss.loss_agg": LOSS_AGGREGATIONS, "dtype": DTYPES,
-               "task.world": WORLDS}
+               "task.world": WORLDS, "task.chain_reward": ("outcome", "outcome+prm")}
     for flag, path in TRAIN_FLAGS.items():
         cls, name = _declaring_class(path)
         default = None if path in PER_MODEL else defaults[path]  # per model: resolved once the model is loaded
@@ -631,7 +631,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grid", default="quick", choices=list(GRIDS),
                    help="quick: 4 settings x their strategies x 3 seeds x 16 steps; full: 48 steps, 5 seeds; table3: "
                         "the paper's 4 strategies on the teacher, hints dense and sparse, 10 seeds; table3-extra: the "
-                        "same on the student and the tool user, and OPD distilled with top-K reverse KL")
+                        "same on the student and the tool user, and OPD distilled with top-K reverse KL; engines: the kit's "
+                        "loop and TRL's; step8: nine complaints in ten vague; v2: OPD-only and the hybrid as the "
+                        "paper's second version trains them (clipped top-k loss), 10 seeds; chain: outcome-only vs outcome + "
+                        "per-step process reward on episodes of 2-4 tool calls, 10 seeds")
     p.add_argument("--full", action="store_true", help="same as --grid full")
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")

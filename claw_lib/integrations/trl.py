@@ -224,6 +224,12 @@ class ClawGRPOTrainer(GRPOTrainer):
             raise ValueError(f"the TRL engine trains on {SIGNALS}, got {cfg.strategy!r}"
                              + (" (opd_kl is a distillation loss; use claw_lib.rl.ppo.train)"
                                 if cfg.strategy == "opd_kl" else ""))
+        if cfg.task.user == "tool-chain":
+            raise ValueError("task.user 'tool-chain' (episodes of several calls) runs in the kit's loop only: use "
+                             "claw_lib.rl.ppo.train")
+        if cfg.strategy == "combined" and cfg.loss.distill == "topk_clipped":
+            raise ValueError("loss.distill 'topk_clipped' (the v2 hybrid's top-k OPD loss) runs in the kit's loop only: "
+                             "use claw_lib.rl.ppo.train")
         if cfg.advantage not in ("direct", "grpo"):
             raise ValueError(f"the TRL engine supports advantage 'direct' and 'grpo', got {cfg.advantage!r} "
                              "(gae needs the kit's value head: use claw_lib.rl.ppo.train)")

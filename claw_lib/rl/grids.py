@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..config import PPOConfig, override
 
-__all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "GRIDS",
+__all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "CHAIN", "GRIDS",
            "STRATEGIES"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
@@ -57,9 +57,12 @@ def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes)
 #: OPD), as the paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term
 #: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
 #: "teacher-sparse": nine complaints in ten vague (the step-8 grid).
-#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL. "...-v2": OPD as the paper's second
-#: version trains it (``loss.distill="topk_clipped"``: a clipped surrogate over the student's top 4 ids, the
-#: teacher's gap clipped to +-1, eps_high 0.28, as its launcher). "tool": the next state is the
+#: "tool-chain" / "tool-chain-prm": episodes of 2-4 lookups with one outcome (:mod:`claw_lib.toy.chains`), each step
+#: rewarded with the outcome alone or with the outcome plus the judge's vote on its next state (the process reward).
+#: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL. "...-v2": OPD and Combined as the
+#: paper's second version trains them (``loss.distill="topk_clipped"``: a clipped surrogate over the student's top 4
+#: ids, the teacher's gap clipped to +-1, eps_high 0.28, as its launcher; opd_kl is v2's OPD-only, combined its
+#: hybrid, :func:`claw_lib.rl.ppo.v2_hybrid`). "tool": the next state is the
 #: lookup tool's output (a result, or an error whose text is the hint), half of the questions about countries
 #: the model calls by a planted wrong name. "teacher-vague-token-mean" and
 #: "teacher-vague-clip2": the kit's earlier choices (loss averaged over all tokens; OPD advantage clipped to
@@ -81,7 +84,9 @@ SETTINGS = {
     "tool": _setting("tool", ("binary_rl", "opd", "combined")),
     "teacher-topk": _setting("teacher", ("opd_kl",), loss__distill="topk_reverse_kl"),
     "teacher-vague-topk": _setting("teacher", ("opd_kl",), task__p_vague=0.5, loss__distill="topk_reverse_kl"),
-    **{f"{u}-v2": _setting(u.split("-")[0], ("opd_kl",), **({"task__p_vague": 0.5} if u.endswith("vague") else {}),
+    "tool-chain": _setting("tool-chain", ("binary_rl",), task__chain_reward="outcome"),
+    "tool-chain-prm": _setting("tool-chain", ("binary_rl",), task__chain_reward="outcome+prm"),
+    **{f"{u}-v2": _setting(u.split("-")[0], ("opd_kl", "combined"), **({"task__p_vague": 0.5} if u.endswith("vague") else {}),
                            loss__distill="topk_clipped", loss__clipped_k=4, loss__clipped_gap=1.0, loss__eps_high=0.28)
        for u in ("teacher", "teacher-vague", "student")},
 }
@@ -105,8 +110,11 @@ ENGINES = dict(steps=16, seeds=tuple(range(5)), users=("teacher-vague",), batch_
 #: the paper's step-8 pattern (OPD no better than Binary RL after 8 steps, "slow early" because its samples are
 #: filtered): the teacher user with hints sparser still, nine complaints in ten vague
 STEP8 = dict(TABLE3, users=("teacher-sparse",), strategies=("binary_rl", "opd", "combined"))
-#: OPD as the paper's second version trains it (the clipped top-k loss), on the settings of table3 and
-#: table3-extra it is paired with by seed: the teacher user with dense and sparse hints, the student user
-V2 = dict(TABLE3, users=("teacher-v2", "teacher-vague-v2", "student-v2"), strategies=("opd_kl",))
+#: OPD-only and the hybrid as the paper's second version trains them (the clipped top-k loss), on the settings of
+#: table3 and table3-extra they are paired with by seed: the teacher user with dense and sparse hints, the student
+V2 = dict(TABLE3, users=("teacher-v2", "teacher-vague-v2", "student-v2"), strategies=("opd_kl", "combined"))
+#: outcome-only vs outcome + per-step process reward on the multi-step tool task (the digest's 0.17 -> 0.30), paired
+#: by seed; ``batch_size`` counts episodes (about 3 steps each)
+CHAIN = dict(TABLE3, users=("tool-chain", "tool-chain-prm"), strategies=("binary_rl",))
 GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA, "engines": ENGINES,
-         "step8": STEP8, "v2": V2}
+         "step8": STEP8, "v2": V2, "chain": CHAIN}

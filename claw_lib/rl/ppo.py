@@ -255,22 +255,47 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
                                                 temperature=cfg.temperature)[0])) if hinted else {}
     old = ro.logprobs.cpu().numpy() if ro.logprobs is not None else None
+    hybrid = v2_hybrid(cfg)  # the OPD term is the update's top-k loss; the advantage holds the RL term alone
+    chain = _chain_step_rewards(ro, sigs, cfg)  # multi-step episodes: R_j = o (+ p_j), else None
+    rl_only = dataclasses.replace(cfg.opd, w_opd=0.0) if hybrid else None
     rows = []
     for b, (ids, s) in enumerate(zip(ro.response_ids, sigs)):
         n, old_b, tlp = len(ids), (old[b, :len(ids)] if old is not None else None), teacher_lps.get(b)
-        if strategy == "binary_rl":
+        if chain is not None:
+            rows.append((np.full(n, chain[b]), np.ones(n, bool)))
+        elif strategy == "binary_rl":
             rows.append(binary_rl_advantages(s.score, n))
         elif strategy in ("opd", "opd_kl"):
             rows.append((opd_advantages(tlp, old_b, cfg.opd), np.ones(n, bool)) if tlp is not None
                         else (np.zeros(n), np.zeros(n, bool)))
         else:
-            rows.append(combined_advantages(s, tlp, old_b, cfg.opd))
+            rows.append(combined_advantages(s, tlp, old_b, rl_only or cfg.opd))
     teacher_batch = None
-    if strategy == "opd_kl":  # the teacher's prompt where there is a hint, the student's elsewhere (masked)
+    if strategy == "opd_kl" or hybrid:  # the teacher's prompt where there is a hint, the student's elsewhere
         dev = ro.batch.input_ids.device
         teacher_batch = pack([teacher_ids.get(b, p) for b, p in enumerate(ro.prompt_ids)], ro.response_ids,
                              tok.pad_token_id).to(dev)
     return rows, [s.hint for s in sigs], teacher_batch, _opd_health(teacher_lps, old)
+
+
+def _chain_step_rewards(ro: Rollout, sigs, cfg: PPOConfig) -> Optional[np.ndarray]:
+    """The steps of multi-step episodes (:class:`~claw_lib.toy.chains.ChainStep`): each step's reward, the episode's
+    outcome plus (``cfg.task.chain_reward == "outcome+prm"``) the judge's vote on the step's next state; None for
+    any other batch."""
+    from ..toy.chains import ChainStep, chain_rewards, episode_outcomes
+
+    if not ro.tasks or not isinstance(ro.tasks[0], ChainStep):
+        return None
+    return chain_rewards(episode_outcomes(ro.tasks, ro.scores), [s.score for s in sigs], cfg.task.chain_reward)
+
+
+def v2_hybrid(cfg: PPOConfig) -> bool:
+    """Combined as the paper's second version trains it (``strategy="combined"`` with
+    ``loss.distill="topk_clipped"``): the loss is w_rl x the clipped surrogate with the judge's score r on the
+    sampled tokens plus w_opd x the clipped top-k OPD loss, on every turn that gives a sample. Where the turn has
+    no hint the teacher reads the student's own prompt (upstream's RL-only sample, whose only teacher context is
+    the un-hinted one: with the frozen teacher the term pulls towards the initial model; docs/openclaw_v2.md)."""
+    return cfg.strategy == "combined" and cfg.loss.distill == "topk_clipped"
 
 
 #: the OPD health metrics :func:`compute_signals` logs on a step with a hinted turn (see :data:`METRICS`)
@@ -378,8 +403,8 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     policy.train()
     idx = np.arange(len(ro.response_ids))
     stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
-    old_topk = _old_topk(policy, ro.batch, cfg, L.clipped_k) if cfg.strategy == "opd_kl" and L.distill == "topk_clipped" \
-        and M.any() else None
+    topk = L.distill == "topk_clipped" and (cfg.strategy == "opd_kl" or v2_hybrid(cfg))
+    old_topk = _old_topk(policy, ro.batch, cfg, L.clipped_k) if topk and M.any() else None
     if M.any():
         for _ in range(cfg.epochs):
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
@@ -392,19 +417,20 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                              output_hidden_states=value_head is not None)
                 logits = scaled_logits(gather_positions(out.logits, sub.logit_index), cfg.temperature)   # (b, T, V)
                 lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
-                if cfg.strategy == "opd_kl":
+                if sig.teacher_batch is not None:  # opd_kl, or the v2 hybrid's OPD term
                     tb = sig.teacher_batch.select(mb_t)
                     with torch.no_grad():
                         t_logits = gather_positions(teacher(input_ids=tb.input_ids,
                                                             attention_mask=tb.attention_mask).logits,
                                                     tb.logit_index) / cfg.temperature
-                    if L.distill == "topk_clipped":  # v2: a clipped surrogate over the old student's top-k ids
-                        ids_k, old_k = old_topk[0][mb_t], old_topk[1][mb_t]
-                        div, held = clipped_topk_opd(torch.log_softmax(logits.float(), -1).gather(-1, ids_k), old_k,
-                                                     torch.log_softmax(t_logits.float(), -1).gather(-1, ids_k),
-                                                     L.clipped_gap, L.eps, L.eps_high)
-                        clipfrac = masked_mean(held, m_sub)
-                    else:
+                if topk:  # v2: a clipped surrogate over the old student's top-k ids
+                    ids_k, old_k = old_topk[0][mb_t], old_topk[1][mb_t]
+                    div, held = clipped_topk_opd(torch.log_softmax(logits.float(), -1).gather(-1, ids_k), old_k,
+                                                 torch.log_softmax(t_logits.float(), -1).gather(-1, ids_k),
+                                                 L.clipped_gap, L.eps, L.eps_high)
+                    clipfrac = masked_mean(held, m_sub)
+                if cfg.strategy == "opd_kl":
+                    if not topk:
                         div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
                             else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
                         clipfrac = torch.tensor(0.0)
@@ -412,6 +438,8 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                 else:
                     loss, clipfrac = clipped_surrogate(lp, old[mb_t] if old is not None else lp.detach(), A[mb_t],
                                                        m_sub, L.eps, L.eps_high, L.loss_agg, rows)
+                    if topk:  # the v2 hybrid: w_rl r on the sampled tokens (in A) + w_opd x the top-k loss
+                        loss = loss + cfg.opd.w_opd * aggregate_loss(div, m_sub, L.loss_agg, rows)
                 kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
                 if L.kl_coef:
                     loss = loss + L.kl_coef * aggregate_loss(kl, m_sub, L.loss_agg, rows)

@@ -37,8 +37,14 @@ def greedy_feedback(model, tok, env, tasks: Sequence[Task],
 
 
 def evaluate_policy(model, tok, env, tasks: Sequence[Task], max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> float:
-    """Mean user score in [0, 1] of greedy answers to ``tasks`` (no state change in the user's RNG)."""
-    return float(np.mean([f.score for f in greedy_feedback(model, tok, env, tasks, max_new_tokens)[1]]))
+    """Mean user score in [0, 1] of greedy answers to ``tasks`` (no state change in the user's RNG); for the steps
+    of multi-step episodes (:class:`~claw_lib.toy.chains.ChainStep`), the share of episodes with every step right."""
+    from .chains import ChainStep, episode_success
+
+    scores = [f.score for f in greedy_feedback(model, tok, env, tasks, max_new_tokens)[1]]
+    if tasks and isinstance(tasks[0], ChainStep):
+        return episode_success(tasks, scores)
+    return float(np.mean(scores))
 
 
 def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:

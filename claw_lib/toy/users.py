@@ -303,5 +303,10 @@ def make_env(task, seed: int, tokenizer=None, world=None, evaluation: bool = Fal
         return RealTaskEnv(world, user=task.user, split="eval" if evaluation else "train",
                            misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
                            p_vague=task.p_vague, form=task.prompt_form)
+    if task.user == "tool-chain":
+        from .chains import ChainEnv
+
+        return ChainEnv(world, misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
+                        form=task.prompt_form)
     return FactEnv(world, user=task.user, relations=task.relations, misconception_share=task.misconception_share,
                    seed=seed, tokenizer=tok, questions=task.questions, p_vague=task.p_vague, form=task.prompt_form)

@@ -299,25 +299,31 @@ def test_whiten_and_reward_to_go_advantages():
         assert np.isfinite(h[-1]["policy/loss"])
 
 
-def test_v2_clipped_topk_loss_in_the_update():
-    """opd_kl with loss.distill="topk_clipped": the first update's loss is the v2 loss on the student's own top 4 ids,
-    computed here from the policy before the update and the teacher on sig.teacher_batch, averaged per response
-    then over the hinted responses (upstream's sample mean); at ratio 1 nothing is clipped."""
+@pytest.mark.parametrize("strategy", ["opd_kl", "combined"])
+def test_v2_clipped_topk_loss_in_the_update(strategy):
+    """loss.distill="topk_clipped": the first update's loss, computed here from the policy before the update and the
+    teacher on sig.teacher_batch, averaged per response then over the responses with a sample (upstream's sample
+    mean). opd_kl: the v2 top-k loss on the student's own top 4 ids, hinted turns only. combined (the v2 hybrid):
+    minus the judge's score w_rl r on the sampled tokens (ratio 1) plus w_opd x the top-k loss, on every turn with
+    a sample, the teacher reading the student's own prompt where there is no hint. Nothing is clipped at ratio 1."""
     from claw_lib.models.lm import load_causal_lm
     from claw_lib.ops import gather_positions
     from claw_lib.rl.core import aggregate_loss
     from claw_lib.rl.ppo import Scorer, compute_advantages, compute_signals, ppo_update, rollout
-    from claw_lib.signals.opd import clipped_topk_opd, frozen_teacher
+    from claw_lib.signals.opd import clipped_topk_opd, frozen_teacher, judge_turn
     from claw_lib.toy.users import FactEnv
 
-    cfg = PPOConfig(strategy="opd_kl", task=TaskConfig(user="teacher"), steps=1, batch_size=6, eval_prompts=4,
-                    progress=False, loss=LossConfig(distill="topk_clipped", clipped_k=4, clipped_gap=1.0, eps_high=0.28))
+    cfg = PPOConfig(strategy=strategy, task=TaskConfig(user="teacher", p_vague=0.5), steps=1, batch_size=8,
+                    eval_prompts=4, progress=False,
+                    loss=LossConfig(distill="topk_clipped", clipped_k=4, clipped_gap=1.0, eps_high=0.28))
     policy, tok = load_causal_lm("tiny")
     ref = frozen_teacher(policy)
-    ro = rollout(policy, tok, FactEnv(user="teacher", seed=0), cfg, step=0)
+    ro = rollout(policy, tok, FactEnv(user="teacher", seed=0, p_vague=0.5), cfg, step=0)
     sig = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, ref, tok))
     adv = compute_advantages(ro, sig, cfg)
-    assert adv.mask.any()
+    kinds = [judge_turn(t, f.next_state).kind for t, f in zip(ro.texts, ro.feedback)]
+    want_rows = [k in (("both", "opd") if strategy == "opd_kl" else ("both", "opd", "rl")) for k in kinds]
+    assert adv.mask.any(1).tolist() == want_rows and "rl" in kinds and any(k in ("both", "opd") for k in kinds)
     with torch.no_grad():
         s_lp = torch.log_softmax(gather_positions(policy(input_ids=ro.batch.input_ids,
                                                          attention_mask=ro.batch.attention_mask).logits,
@@ -328,6 +334,11 @@ def test_v2_clipped_topk_loss_in_the_update():
         old_k, ids = s_lp.topk(4, -1)
         per_pos, _ = clipped_topk_opd(old_k, old_k, t_lp.gather(-1, ids), 1.0, 0.2, 0.28)
         want = float(aggregate_loss(per_pos, adv.mask, "sample_mean", adv.sample_rows))
+        if strategy == "combined":
+            scores = [judge_turn(t, f.next_state).score for t, f in zip(ro.texts, ro.feedback)]
+            A = adv.advantages
+            assert all(torch.all(A[b][adv.mask[b]] == float(r)) for b, r in enumerate(scores))   # w_rl = 1
+            want += float(aggregate_loss(-A, adv.mask, "sample_mean", adv.sample_rows))
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.lr, weight_decay=0.0)
     stats = ppo_update(policy, opt, ro, sig, adv, cfg, step=0, teacher=ref)
     assert stats["policy/loss"] == pytest.approx(want, abs=1e-5) and stats["policy/clipfrac"] == 0.0
