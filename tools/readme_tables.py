@@ -38,8 +38,9 @@ def score_rows(folder, settings, strategies, paper_for=(), steps=16, header=True
 
 
 def pair_rows(folder, items):
-    """Paired differences by seed: items are (label, setting, a, b, difference name)."""
-    rows = load_results(ROOT / folder)[0]
+    """Paired differences by seed: items are (label, setting, a, b, difference name); ``folder`` may be a list of
+    folders whose rows are paired across (same seeds)."""
+    rows = [r for f in ([folder] if isinstance(folder, str) else folder) for r in load_results(ROOT / f)[0]]
     lines = []
     for label, user, a, b, name in items:
         p = paired(rows, user, a, b)
@@ -97,6 +98,24 @@ def main():
                                 ("two-part questions", "correcting-pair", "continuous", "sentence", "continuous - sentence")]))
     print()
     print(score_rows("results/teacher_48_steps", [("teacher", "teacher, 48 steps")], four, steps=48))
+    print("\n## multi-step tool task (chain)\n")
+    print(score_rows("results/chain", [("tool-chain", "episodes of 2-4 calls, outcome only"),
+                                       ("tool-chain-prm", "episodes of 2-4 calls, outcome + process votes")],
+                     [("binary_rl", "Binary RL broadcast of each step's reward")]))
+    print()
+    print(pair_rows("results/chain", [("episodes of 2-4 calls", "tool-chain", ("tool-chain-prm", "binary_rl"), "binary_rl",
+                                       "outcome + process votes - outcome only")]))
+    print("\n## the paper's second version (v2)\n")
+    v2 = [("opd_kl", "OPD-only, v2 clipped top-k loss"), ("combined", "Hybrid, v2 clipped top-k loss")]
+    print(score_rows("results/v2", [("teacher-vague-v2", "sparse hints (half vague)"), ("teacher-v2", "hint in every complaint"),
+                                    ("student-v2", "student, hint in every complaint")], v2))
+    print()
+    print(pair_rows(["results/v2", "results/table3", "results/table3_extra"], [
+        (label, user, (f"{user}-v2", a), b, name) for user, label in [("teacher-vague", "sparse hints"),
+                                                                       ("teacher", "hint in every complaint"),
+                                                                       ("student", "student, hint in every complaint")]
+        for a, b, name in [("opd_kl", "opd", "OPD-only v2 - OPD v1"), ("combined", "combined", "Hybrid v2 - Combined v1"),
+                           ("combined", (f"{user}-v2", "opd_kl"), "Hybrid v2 - OPD-only v2")]]))
 
 
 if __name__ == "__main__":
