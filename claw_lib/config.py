@@ -234,6 +234,15 @@ class OPDConfig:
     """judge votes per turn (an LLM judge samples m times; the rule judge is deterministic)"""
     min_hint_chars: int = 10
     """a hint must be longer than this many characters to count (upstream: 10)"""
+    hint_candidates: int = 1
+    """hint candidates per turn (the paper's second version: 3); the rule judge then also offers the reply's
+    correction alone and its stated preference alone, where it holds both (RuleJudge(phrasings=...))"""
+    hint_selection: str = "longest"
+    """which candidate becomes the hint: "longest" (v1), "shortest" (candidate 0 of v2's list) or "overlap"
+    (v2's sequence-optimal choice: the candidate whose hinted teacher's top ``selection_k`` tokens share most
+    with the student's, summed over the response; ties to the shorter)"""
+    selection_k: int = 4
+    """k of the "overlap" selection (the v2 launcher: 4)"""
     teacher: str = "frozen"
     """"frozen": a copy of the initial policy (the public code); "live": the current policy without
     gradient (the paper's wording)"""
@@ -503,6 +512,7 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "eval_prompts": (1, 10_000, True, True),
     "loss.distill_topk": (1, 1_000_000, True, True), "loss.clipped_k": (1, 1_000_000, True, True),
     "loss.clipped_gap": (0, 100, True, True), "opd.m": (1, 100, True, True),
+    "opd.hint_candidates": (1, 3, True, True), "opd.selection_k": (1, 1_000_000, True, True),
     "seed": (0, 2**32 - 1, True, True),
     **{n: (0, 100_000, True, True) for n in ("save_every", "eval_every", "opd.min_hint_chars")},
     "threads": (0, 1024, True, True),
@@ -549,7 +559,8 @@ def validate(cfg, prefix: str = "") -> None:
                "subtokens": SUBTOKEN_MODES, "task.prompt_form": tuple(PROMPT_FORMS),
                "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
                "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live"), "task.world": WORLDS,
-               "dtype": DTYPES, "task.chain_reward": ("outcome", "outcome+prm")}
+               "dtype": DTYPES, "task.chain_reward": ("outcome", "outcome+prm"),
+               "opd.hint_selection": ("longest", "shortest", "overlap")}
     for name, allowed in choices.items():
         key = name[len(prefix):] if name.startswith(prefix) else None  # a sub-config: its own (unprefixed) names
         if key in flat and flat[key] not in allowed:

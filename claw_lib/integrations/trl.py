@@ -227,6 +227,9 @@ class ClawGRPOTrainer(GRPOTrainer):
         if cfg.task.user == "tool-chain":
             raise ValueError("task.user 'tool-chain' (episodes of several calls) runs in the kit's loop only: use "
                              "claw_lib.rl.ppo.train")
+        if cfg.opd.hint_selection == "overlap":
+            raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
+                             "in the kit's loop only: use claw_lib.rl.ppo.train")
         if cfg.strategy == "combined" and cfg.loss.distill == "topk_clipped":
             raise ValueError("loss.distill 'topk_clipped' (the v2 hybrid's top-k OPD loss) runs in the kit's loop only: "
                              "use claw_lib.rl.ppo.train")

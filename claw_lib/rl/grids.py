@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..config import PPOConfig, override
 
-__all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "CHAIN", "GRIDS",
+__all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "CHAIN", "HINTS", "GRIDS",
            "STRATEGIES"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
@@ -62,7 +62,9 @@ def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes)
 #: "...-topk": OPD as distillation with top-K reverse KL instead of forward KL. "...-v2": OPD and Combined as the
 #: paper's second version trains them (``loss.distill="topk_clipped"``: a clipped surrogate over the student's top 4
 #: ids, the teacher's gap clipped to +-1, eps_high 0.28, as its launcher; opd_kl is v2's OPD-only, combined its
-#: hybrid, :func:`claw_lib.rl.ppo.v2_hybrid`). "tool": the next state is the
+#: hybrid, :func:`claw_lib.rl.ppo.v2_hybrid`). "...-v2-overlap" / "...-v2-shortest": the hybrid with three hint
+#: candidates per turn (the whole hint, the correction alone, the preference alone), chosen by top-k overlap (v2's
+#: sequence-optimal rule) or the shortest; "longest" among them is v1's hint, i.e. the "...-v2" hybrid itself. "tool": the next state is the
 #: lookup tool's output (a result, or an error whose text is the hint), half of the questions about countries
 #: the model calls by a planted wrong name. "teacher-vague-token-mean" and
 #: "teacher-vague-clip2": the kit's earlier choices (loss averaged over all tokens; OPD advantage clipped to
@@ -89,6 +91,10 @@ SETTINGS = {
     **{f"{u}-v2": _setting(u.split("-")[0], ("opd_kl", "combined"), **({"task__p_vague": 0.5} if u.endswith("vague") else {}),
                            loss__distill="topk_clipped", loss__clipped_k=4, loss__clipped_gap=1.0, loss__eps_high=0.28)
        for u in ("teacher", "teacher-vague", "student")},
+    **{f"{u}-v2-{sel}": _setting(u.split("-")[0], ("combined",), **({"task__p_vague": 0.5} if u.endswith("vague") else {}),
+                                 loss__distill="topk_clipped", loss__clipped_k=4, loss__clipped_gap=1.0,
+                                 loss__eps_high=0.28, opd__hint_candidates=3, opd__hint_selection=sel)
+       for u in ("teacher-vague", "student") for sel in ("overlap", "shortest")},
 }
 
 QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair", "tool"), batch_size=16,
@@ -116,5 +122,9 @@ V2 = dict(TABLE3, users=("teacher-v2", "teacher-vague-v2", "student-v2"), strate
 #: outcome-only vs outcome + per-step process reward on the multi-step tool task (the digest's 0.17 -> 0.30), paired
 #: by seed; ``batch_size`` counts episodes (about 3 steps each)
 CHAIN = dict(TABLE3, users=("tool-chain", "tool-chain-prm"), strategies=("binary_rl",))
+#: v2's hint selection (its Table 4): the hybrid with three candidates chosen by overlap or the shortest, paired by
+#: seed with the v2 grid's hybrid (the longest candidate, v1's rule)
+HINTS = dict(TABLE3, users=("teacher-vague-v2-overlap", "teacher-vague-v2-shortest", "student-v2-overlap",
+                            "student-v2-shortest"), strategies=("combined",))
 GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA, "engines": ENGINES,
-         "step8": STEP8, "v2": V2, "chain": CHAIN}
+         "step8": STEP8, "v2": V2, "chain": CHAIN, "hints": HINTS}

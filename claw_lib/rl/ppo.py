@@ -183,6 +183,8 @@ class Scorer:
     reference or the live policy); encoder: the alignment encoder (binary, continuous, sentence);
     judge_lm: (model, tokenizer) for perplexity rewards; judge: the next-state judge of Binary RL
     and OPD (None: the rule judge of the toy world).
+    student: the policy, for choosing among hint candidates by top-k overlap
+    (``opd.hint_selection="overlap"``; else None).
     """
 
     tokenizer: object
@@ -190,6 +192,7 @@ class Scorer:
     encoder: object = None
     judge_lm: Optional[Tuple[object, object]] = None
     judge: object = None
+    student: object = None
 
     @classmethod
     def for_run(cls, cfg: PPOConfig, policy, ref, tokenizer) -> "Scorer":
@@ -202,7 +205,8 @@ class Scorer:
             a = cfg.reward.align
             encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
         return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
-                   judge_lm=(ref, tokenizer) if cfg.strategy == "perplexity" else None)
+                   judge_lm=(ref, tokenizer) if cfg.strategy == "perplexity" else None,
+                   student=policy if cfg.opd.hint_selection == "overlap" else None)
 
 
 @dataclass
@@ -248,6 +252,8 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     hinted teacher scores all hinted responses in one padded pass, on the responses' own ids."""
     tok, strategy = scorer.tokenizer, cfg.strategy
     sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd, fb.role) for text, fb in zip(ro.texts, ro.feedback)]
+    if cfg.opd.hint_selection == "overlap" and strategy in ("opd", "combined", "opd_kl"):
+        sigs = _choose_hints_by_overlap(ro, sigs, cfg, scorer)
     hinted = [b for b, s in enumerate(sigs) if s.hint] if strategy in ("opd", "combined", "opd_kl") else []
     teacher_ids = {b: encode(tok, teacher_prompt(ro.tasks[b].fact.question(), sigs[b].hint, ro.tasks[b].fact.lang,
                                                  tokenizer=tok, form=ro.tasks[b].form)) for b in hinted}
@@ -276,6 +282,41 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
         teacher_batch = pack([teacher_ids.get(b, p) for b, p in enumerate(ro.prompt_ids)], ro.response_ids,
                              tok.pad_token_id).to(dev)
     return rows, [s.hint for s in sigs], teacher_batch, _opd_health(teacher_lps, old)
+
+
+@torch.no_grad()
+def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
+    """The paper's second version's sequence-optimal hint choice, on every turn with more than one candidate
+    (:func:`~claw_lib.signals.judges.hint_candidates`): the student's top-k at each response position (one forward
+    of ``scorer.student`` on those turns) against the teacher's under each candidate (one padded forward of all
+    candidates), :func:`~claw_lib.signals.opd.overlap_choice`. Returns the turn signals with the chosen hints."""
+    from ..signals.judges import hint_candidates
+    from ..signals.opd import overlap_choice
+
+    o = cfg.opd
+    cands = {b: hint_candidates(s.hint_votes, o.min_hint_chars, o.hint_candidates) for b, s in enumerate(sigs) if s.hint}
+    multi = [b for b, c in cands.items() if len(c) > 1]
+    if not multi:
+        return sigs
+    if scorer.student is None:
+        raise ValueError('opd.hint_selection "overlap" needs the policy: Scorer(student=policy) (Scorer.for_run sets it)')
+    tok, dev, k = scorer.tokenizer, ro.batch.input_ids.device, o.selection_k
+    sub = ro.batch.select(torch.as_tensor(multi, device=dev))
+    s_top = gather_positions(scorer.student(input_ids=sub.input_ids, attention_mask=sub.attention_mask).logits,
+                             sub.logit_index).topk(k, -1).indices                                  # (n, T, k)
+    pairs = [(b, h) for b in multi for h in cands[b]]
+    t_ids = [encode(tok, teacher_prompt(ro.tasks[b].fact.question(), h, ro.tasks[b].fact.lang, tokenizer=tok,
+                                        form=ro.tasks[b].form)) for b, h in pairs]
+    tb = pack(t_ids, [ro.response_ids[b] for b, _ in pairs], tok.pad_token_id).to(dev)
+    t_top = gather_positions(scorer.teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
+                             tb.logit_index).topk(k, -1).indices                                  # (sum M, T', k)
+    out, j = list(sigs), 0
+    for i, b in enumerate(multi):
+        m, n = len(cands[b]), len(ro.response_ids[b])
+        choice, _ = overlap_choice(s_top[i, :n], t_top[j:j + m, :n])
+        out[b] = dataclasses.replace(sigs[b], hint=cands[b][choice])
+        j += m
+    return out
 
 
 def _chain_step_rewards(ro: Rollout, sigs, cfg: PPOConfig) -> Optional[np.ndarray]:

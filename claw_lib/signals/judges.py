@@ -25,13 +25,14 @@ from ..text.phrases import (
     NEGATIVE_MARKERS,
     POSITIVE_MARKERS,
     POSITIVE_START_ZH,
+    STYLE_HINTS,
     VAGUE_MARKERS,
     hint_lead,
     is_tool_error,
 )
 
 __all__ = ["Vote", "HintVote", "RuleJudge", "LLMJudge", "parse_boxed", "parse_hint", "majority_vote",
-           "select_hint", "MIN_HINT_CHARS", "judge_prompt", "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
+           "select_hint", "hint_candidates", "MIN_HINT_CHARS", "judge_prompt", "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
 
 #: OpenClaw-RL keeps a hint only if it is longer than this many characters.
 MIN_HINT_CHARS = 10
@@ -115,6 +116,18 @@ def select_hint(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS) -> O
     return max(good, key=len) if good else None
 
 
+def hint_candidates(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS, max_candidates: int = 3) -> List[str]:
+    """The paper's second version's hint candidates (upstream ``_opd_evaluate``): the good votes' hints (positive,
+    stripped, longer than ``min_chars``), exact duplicates dropped, **shortest first** (ties in vote order), at most
+    ``max_candidates``. Empty when no vote is good."""
+    good: List[str] = []
+    for v in votes:
+        h = (v.hint or "").strip()
+        if v.positive and len(h) > min_chars and h not in good:
+            good.append(h)
+    return sorted(good, key=len)[:max_candidates]
+
+
 # --------------------------------------------------------------------------- rule-based judge
 
 
@@ -152,8 +165,24 @@ class RuleJudge:
         """One deterministic vote (the same interface as :class:`LLMJudge`)."""
         return [self.vote(response, next_state, role)]
 
+    def __init__(self, phrasings: int = 1):
+        if isinstance(phrasings, bool) or not isinstance(phrasings, int) or phrasings < 1:
+            raise ValueError(f"phrasings must be an integer >= 1, got {phrasings!r}")
+        self.phrasings = phrasings
+
     def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
-        return [self.hint(response, next_state, role)]
+        """The hint vote; with ``phrasings`` > 1 (a stand-in for an LLM judge's several samples, which quote different
+        parts of the reply) also the reply's correction alone and its stated preference alone, where it holds both
+        (a style user's "不对，法国的首都是巴黎。" + "请先说“好问题！”…"), up to ``phrasings`` votes."""
+        full = self.hint(response, next_state, role)
+        out = [full]
+        if self.phrasings > 1 and full.positive and role != "tool":
+            for pref in (p for pair in STYLE_HINTS.values() for p in pair):
+                rest = full.hint.replace(pref, "").strip()
+                if pref in full.hint and rest:
+                    out += [HintVote(True, h, f"\\boxed{{1}}[HINT_START]{h}[HINT_END]") for h in (rest, pref)]
+                    break
+        return out[:self.phrasings]
 
     def hint(self, response: str, next_state: str, role: str = "user") -> HintVote:
         if role == "tool":

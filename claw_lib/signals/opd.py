@@ -32,11 +32,11 @@ import torch.nn.functional as F
 
 from ..config import OPDConfig
 from ..models.lm import encode, ids_logprobs, pad_token_id
-from .judges import HintVote, RuleJudge, Vote, majority_vote, select_hint
+from .judges import HintVote, RuleJudge, Vote, hint_candidates, majority_vote, select_hint
 
 __all__ = [
     "TurnSignal", "judge_turn", "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher",
-    "topk_reverse_kl", "clipped_topk_opd", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
+    "topk_reverse_kl", "clipped_topk_opd", "overlap_choice", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
 ]
 
 @dataclass
@@ -68,14 +68,21 @@ def dispatch(score: int, hint: Optional[str]) -> str:
 
 def judge_turn(response_text: str, next_state: str, judge=None, cfg: Optional[OPDConfig] = None,
                role: str = "user") -> TurnSignal:
-    """Score and hint for one turn (``judge``: :class:`RuleJudge` by default, or an LLMJudge, which
-    samples its own m votes); ``role``: who wrote the next state, "user" or "tool"."""
+    """Score and hint for one turn (``judge``: :class:`RuleJudge` by default, with ``cfg.hint_candidates``
+    phrasings, or an LLMJudge, which samples its own m votes); ``role``: who wrote the next state, "user" or
+    "tool". The hint: the longest good one (v1, ``cfg.hint_selection`` "longest", and "overlap" until the loop,
+    which has the models, chooses among :func:`~claw_lib.signals.judges.hint_candidates`), or the shortest."""
     cfg = cfg or OPDConfig()
-    judge = judge or RuleJudge()
+    judge = judge or RuleJudge(cfg.hint_candidates)
     votes = [v for _ in range(cfg.m if isinstance(judge, RuleJudge) else 1)
              for v in judge.votes(response_text, next_state, role)]
     hvotes = judge.hint_votes(response_text, next_state, role)
-    return TurnSignal(majority_vote(votes), select_hint(hvotes, cfg.min_hint_chars), votes, hvotes)
+    if cfg.hint_selection == "shortest":
+        cands = hint_candidates(hvotes, cfg.min_hint_chars, cfg.hint_candidates)
+        hint = cands[0] if cands else None
+    else:
+        hint = select_hint(hvotes, cfg.min_hint_chars)
+    return TurnSignal(majority_vote(votes), hint, votes, hvotes)
 
 
 def frozen_teacher(policy):
@@ -232,6 +239,24 @@ def clipped_topk_opd(current_lp: torch.Tensor, old_lp: torch.Tensor, teacher_lp:
     loss = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - eps, 1 + eps_high)).sum(-1)
     clipped = ((ratio < 1 - eps) & (adv < 0)) | ((ratio > 1 + eps_high) & (adv > 0))
     return loss, clipped.float().mean(-1)
+
+
+def overlap_choice(student_topk: torch.Tensor, teacher_topk: torch.Tensor, mask: Optional[torch.Tensor] = None):
+    """The paper's second version's sequence-optimal hint choice (upstream ``hint_opd_select_loss``): for M candidate
+    hints, O[h, i] = |S^q_i ∩ S^p_{i,h}|, the number of ids the old student's top-k at response position i shares
+    with the teacher's top-k under candidate h; the choice is argmax_h of sum_i O[h, i] over the valid positions,
+    ties to the lowest index (the shorter candidate: the list is shortest first).
+
+    student_topk: (T, k) ids; teacher_topk: (M, T, k) ids; mask: (T,) bool (None: every position).
+    Returns (index, per-candidate sums (M,) long)."""
+    if student_topk.dim() != 2 or teacher_topk.dim() != 3 or teacher_topk.shape[1:] != student_topk.shape:
+        raise ValueError(f"student top-k must be (T, k) and teacher top-k (M, T, k) with the same T, k; got "
+                         f"{tuple(student_topk.shape)} and {tuple(teacher_topk.shape)}")
+    shared = (teacher_topk.unsqueeze(-1) == student_topk.unsqueeze(0).unsqueeze(-2)).any(-1).sum(-1)  # (M, T)
+    if mask is not None:
+        shared = shared * mask.to(shared.dtype)
+    sums = shared.sum(-1)
+    return int(torch.argmax(sums)), sums
 
 
 def topk_overlap(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: int = 5) -> torch.Tensor:

@@ -29,7 +29,7 @@ pytest.importorskip("accelerate", reason="the TRL engine needs trl and accelerat
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-from claw_lib.config import LossConfig, PPOConfig, TaskConfig  # noqa: E402
+from claw_lib.config import LossConfig, OPDConfig, PPOConfig, TaskConfig  # noqa: E402
 from claw_lib.integrations.trl import make_trainer, merge_step_metrics, step_parts, train_trl  # noqa: E402
 from claw_lib.models.lm import encode, ids_logprobs, load_causal_lm  # noqa: E402
 from claw_lib.prompts import teacher_prompt  # noqa: E402
@@ -269,9 +269,10 @@ def test_claw_train_engine_trl_writes_the_kits_columns(tmp_path):
 @pytest.mark.parametrize("changes, message", [
     ({"strategy": "binary_rl", "task": TaskConfig(user="tool-chain")}, "tool-chain' .* kit's loop only"),
     ({"strategy": "combined", "loss": LossConfig(distill="topk_clipped")}, "topk_clipped' .* kit's loop only"),
+    ({"strategy": "opd", "opd": OPDConfig(hint_candidates=3, hint_selection="overlap")}, "overlap' .* kit's loop only"),
 ])
 def test_kit_loop_only_settings_are_refused_by_name(changes, message):
-    """The multi-step tool task and the v2 hybrid's top-k loss live in the kit's loop; the TRL engine refuses them
-    with a line that names the setting, before any model is loaded."""
+    """The multi-step tool task, the v2 hybrid's top-k loss and the choice of hints by overlap live in the kit's loop;
+    the TRL engine refuses them with a line that names the setting, before any model is loaded."""
     with pytest.raises(ValueError, match=message):
         make_trainer(_cfg(changes.pop("strategy"), **changes))

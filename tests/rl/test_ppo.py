@@ -344,3 +344,52 @@ def test_v2_clipped_topk_loss_in_the_update(strategy):
     assert stats["policy/loss"] == pytest.approx(want, abs=1e-5) and stats["policy/clipfrac"] == 0.0
     hist = train(override(cfg, {"steps": 2}))
     assert all(np.isfinite(h["policy/loss"]) for h in hist[1:])
+
+
+def test_hint_selection_by_overlap_in_the_loop():
+    """opd.hint_candidates=3: "longest" gives v1's hints exactly; "overlap" picks, on every turn with several
+    candidates, the one whose hinted teacher's top-4 shares most with the student's top-4 over the response,
+    recomputed here one candidate at a time without padding; at least one turn of the batch has a choice to make."""
+    from claw_lib.models.lm import encode, load_causal_lm
+    from claw_lib.prompts import teacher_prompt
+    from claw_lib.rl.grids import SETTINGS
+    from claw_lib.rl.ppo import Scorer, compute_signals, rollout
+    from claw_lib.signals.judges import hint_candidates
+    from claw_lib.signals.opd import frozen_teacher
+    from claw_lib.toy.users import make_env
+
+    policy, tok = load_causal_lm("tiny")
+    ref = frozen_teacher(policy)
+    base = SETTINGS["teacher"].apply(PPOConfig(strategy="combined", batch_size=16, eval_prompts=4, progress=False))
+    ro = rollout(policy, tok, make_env(base.task, 0, tok), base, step=0)
+    hints = {}
+    for sel, n in (("longest", 1), ("longest", 3), ("overlap", 3)):
+        cfg = override(base, {"opd.hint_candidates": n, "opd.hint_selection": sel})
+        hints[(sel, n)] = compute_signals(ro, cfg, Scorer.for_run(cfg, policy, ref, tok)).hints
+    assert hints[("longest", 3)] == hints[("longest", 1)]
+    cfg = override(base, {"opd.hint_candidates": 3})
+    chosen = 0
+    with torch.no_grad():
+        for b, (text, fb, task) in enumerate(zip(ro.texts, ro.feedback, ro.tasks)):
+            from claw_lib.signals.opd import judge_turn
+
+            cands = hint_candidates(judge_turn(text, fb.next_state, cfg=cfg.opd).hint_votes, 10, 3)
+            if len(cands) < 2:
+                assert hints[("overlap", 3)][b] == hints[("longest", 1)][b]
+                continue
+            resp = ro.response_ids[b]
+
+            def top4(model, prompt_ids):
+                ids = torch.tensor([prompt_ids + resp])
+                logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1:len(prompt_ids) - 1 + len(resp)]
+                return [set(row.topk(4).indices.tolist()) for row in logits]
+
+            s = top4(policy, ro.prompt_ids[b])
+            sums = []
+            for h in cands:
+                t = top4(ref, encode(tok, teacher_prompt(task.fact.question(), h, task.fact.lang, tokenizer=tok,
+                                                         form=task.form)))
+                sums.append(sum(len(a & c) for a, c in zip(s, t)))
+            assert hints[("overlap", 3)][b] == cands[sums.index(max(sums))], (cands, sums)
+            chosen += 1
+    assert chosen > 0

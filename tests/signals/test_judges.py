@@ -1,11 +1,15 @@
 """Next-state judges: boxed scores, hints, votes, the rule judge on every user's replies, the LLM judge's prompts."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from claw_lib.config import OPDConfig
 from claw_lib.signals.judges import (
     HintVote,
     LLMJudge,
     RuleJudge,
     Vote,
+    hint_candidates,
     majority_vote,
     parse_boxed,
     parse_hint,
@@ -113,3 +117,40 @@ def test_llm_judge_prompts_and_parses():
     h = Canned([r"\boxed{1} [HINT_START]The capital of France is Paris.[HINT_END]", r"\boxed{-1}",
                 r"\boxed{1} [HINT_START]Paris.[HINT_END]"])
     assert select_hint(h.hint_votes("a", "b")) == "The capital of France is Paris."
+
+
+# --------------------------------------------------------------------------- v2: hint candidates
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.sampled_from(
+    ["short", "  a hint of some length ", "a hint of some length", "x" * 11, "y" * 30, "z" * 11, "w" * 10]))),
+    max_size=6), st.integers(1, 4))
+def test_hint_candidates_against_the_rule_written_out(votes, cap):
+    """Upstream's rule, written out: keep positive votes whose stripped hint has more than 10 characters, drop exact
+    duplicates (first kept), sort by length (stable), keep the first ``cap``."""
+    hv = [HintVote(p, h) for p, h in votes]
+    seen = []
+    for p, h in votes:
+        if p and h is not None and len(h.strip()) > 10 and h.strip() not in seen:
+            seen.append(h.strip())
+    assert hint_candidates(hv, 10, cap) == sorted(seen, key=len)[:cap]
+
+
+def test_rule_judge_phrasings_split_correction_and_preference():
+    """With phrasings 3 a style user's reply that corrects and states a preference gives three hint votes: the
+    whole hint (v1's, so "longest" is unchanged), the correction alone and the preference alone; a reply with one
+    part, a tool error and phrasings 1 give one."""
+    from claw_lib.text.phrases import STYLE_HINTS
+
+    pref = STYLE_HINTS["friendly"][0]
+    reply = "不对，法国的首都是巴黎。" + pref
+    one, three = RuleJudge().hint_votes("法国的首都是伦敦。", reply), RuleJudge(3).hint_votes("法国的首都是伦敦。", reply)
+    assert [v.hint for v in one] == [reply] and [v.hint for v in three] == [reply, "不对，法国的首都是巴黎。", pref]
+    assert hint_candidates(three, 10, 3) == sorted([reply, "不对，法国的首都是巴黎。", pref], key=len)
+    assert select_hint(three) == select_hint(one) == reply
+    assert len(RuleJudge(3).hint_votes("法国的首都是巴黎。", pref)) == 1
+    assert len(RuleJudge(3).hint_votes("lookup(capital, Holland)", "Error: unknown country 'Holland'", "tool")) == 1
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="phrasings must be an integer >= 1"):
+            RuleJudge(bad)
+    sig = judge_turn("法国的首都是伦敦。", reply, cfg=OPDConfig(hint_candidates=3, hint_selection="shortest"))
+    assert sig.hint == min([reply, "不对，法国的首都是巴黎。", pref], key=len)

@@ -12,6 +12,7 @@ from claw_lib.signals.opd import (
     TurnSignal,
     binary_rl_advantages,
     clipped_topk_opd,
+    overlap_choice,
     combined_advantages,
     dispatch,
     generalized_jsd,
@@ -217,3 +218,21 @@ def test_clipped_topk_opd_gradient_at_ratio_one():
     assert float(cur.grad[2]) < 0 < float(cur.grad[0])      # the teacher's favourite goes up, the student's down
     with pytest.raises(ValueError, match="log-prob shapes differ"):
         clipped_topk_opd(cur, old[:2], teacher)
+
+
+def test_overlap_choice_against_sets():
+    """O[h, i] = |student top-k ∩ teacher top-k under h| at each position, summed over the masked positions; the
+    choice is the first candidate with the largest sum (ties to the shorter, lower index); written with sets."""
+    g = torch.Generator().manual_seed(11)
+    for trial in range(20):
+        T, k, M = 6, 3, 3
+        s_top = torch.stack([torch.randperm(8, generator=g)[:k] for _ in range(T)])
+        t_top = torch.stack([torch.stack([torch.randperm(8, generator=g)[:k] for _ in range(T)]) for _ in range(M)])
+        mask = torch.rand(T, generator=g) > 0.3
+        sums = [sum(len(set(s_top[i].tolist()) & set(t_top[h, i].tolist())) for i in range(T) if mask[i]) for h in range(M)]
+        choice, got = overlap_choice(s_top, t_top, mask)
+        assert got.tolist() == sums and choice == sums.index(max(sums))
+    same = torch.tensor([[1, 2], [3, 4]])
+    assert overlap_choice(same, torch.stack([same, same]))[0] == 0            # a tie goes to candidate 0
+    with pytest.raises(ValueError, match="student top-k must be"):
+        overlap_choice(same, same)
