@@ -34,8 +34,9 @@ REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
 #: what the PPO loop can train on: the alignment rewards and OpenClaw-RL's signals
 PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
 #: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool,
-#: "tool-chain" for episodes of 2-4 calls with one outcome (:mod:`claw_lib.toy.chains`)
-USERS = ("correcting", "student", "teacher", "tool", "tool-chain")
+#: "tool-chain" for episodes of 2-4 calls with one outcome (:mod:`claw_lib.toy.chains`), "joint" for the teacher
+#: and the student user training one policy together (:class:`claw_lib.toy.users.JointEnv`)
+USERS = ("correcting", "student", "teacher", "tool", "tool-chain", "joint")
 #: how per-token signals become advantages in the PPO loop
 ADVANTAGES = ("direct", "whiten", "reward_to_go", "grpo", "gae")
 #: how a word's reward reaches the policy's sub-tokens (:func:`claw_lib.text.tokens.words_to_subtokens`)
@@ -254,7 +255,9 @@ class TaskConfig:
 
     user: str = "correcting"
     """"correcting", "student", "teacher", "tool" (:mod:`claw_lib.toy.users`) or "tool-chain" (episodes of 2-4
-    lookups with one outcome, :mod:`claw_lib.toy.chains`; strategy "binary_rl"; ``batch_size`` counts episodes)"""
+    lookups with one outcome, :mod:`claw_lib.toy.chains`; strategy "binary_rl"; ``batch_size`` counts episodes) or
+    "joint" (the teacher user on capitals and the student user on flag colours, one policy for both:
+    :class:`~claw_lib.toy.users.JointEnv`; ``relations`` is then the personas')"""
     chain_reward: str = "outcome+prm"
     """"tool-chain": each step's reward, the episode's outcome o (+1 every call right, else -1) alone ("outcome") or
     plus the judge's vote on the step's next state ("outcome+prm", OpenClaw-RL's R_j = o + p_j)"""
@@ -568,7 +571,8 @@ def validate(cfg, prefix: str = "") -> None:
     if flat.get("task.user") == "tool-chain" and flat.get("strategy") not in (None, "binary_rl"):
         raise ValueError(f"task.user 'tool-chain' trains with strategy 'binary_rl' (its reward: task.chain_reward), "
                          f"got {flat['strategy']!r}")
-    if flat.get("task.world") == "real" and (flat["task.user"] in ("tool", "tool-chain") or flat["task.questions"] == "pair"):
+    if flat.get("task.world") == "real" and (flat["task.user"] in ("tool", "tool-chain", "joint")
+                                             or flat["task.questions"] == "pair"):
         raise ValueError("task.world 'real' has the users 'correcting', 'student' and 'teacher' and single questions, "
                          f"got user {flat['task.user']!r} with {flat['task.questions']!r} questions")
     if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:

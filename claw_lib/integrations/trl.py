@@ -224,9 +224,9 @@ class ClawGRPOTrainer(GRPOTrainer):
             raise ValueError(f"the TRL engine trains on {SIGNALS}, got {cfg.strategy!r}"
                              + (" (opd_kl is a distillation loss; use claw_lib.rl.ppo.train)"
                                 if cfg.strategy == "opd_kl" else ""))
-        if cfg.task.user == "tool-chain":
-            raise ValueError("task.user 'tool-chain' (episodes of several calls) runs in the kit's loop only: use "
-                             "claw_lib.rl.ppo.train")
+        if cfg.task.user in ("tool-chain", "joint"):
+            raise ValueError(f"task.user {cfg.task.user!r} (episodes of several calls, or several personas) runs in the "
+                             "kit's loop only: use claw_lib.rl.ppo.train")
         if cfg.opd.hint_selection == "overlap":
             raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
                              "in the kit's loop only: use claw_lib.rl.ppo.train")

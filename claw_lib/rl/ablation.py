@@ -106,9 +106,11 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
         folder.register(*names)
         for user, strategy, seed, engine in tqdm(jobs, desc="ablation", disable=not progress):
             key = f"{labels[(user, engine)]}/{strategy}/{seed}"
-            if key in done:  # finished before an interruption: its row and curve are kept
-                rows.append(done[key]["row"])
-                curves[key] = [tuple(p) for p in done[key]["curve"]]
+            if key in done:  # finished before an interruption: its row and curve are kept (and its personas')
+                for k in [key] + [k for k in done if k.startswith(f"{labels[(user, engine)]}:")
+                                  and k.endswith(f"/{strategy}/{seed}")]:
+                    rows.append(done[k]["row"])
+                    curves[k] = [tuple(p) for p in done[k]["curve"]]
                 continue
             cfg = SETTINGS[user].apply(PPOConfig(strategy=strategy, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
                                                  eval_every=grid["eval_every"], progress=False))
@@ -119,9 +121,7 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
             curves[f"{user}/{strategy}/{seed}"] = curve
             timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
             rows.append({"strategy": strategy, "user": user, "engine": engine, "questions": cfg.task.questions, "seed": seed,
-                         "base_score": round(curve[0][1], 4),
-                         "score_at_8": round(dict(curve).get(8, float("nan")), 4), "final_score": round(curve[-1][1], 4),
-                         "best_score": round(max(v for _, v in curve), 4), "steps": steps,
+                         **_curve_cells(curve), "steps": steps,
                          "steps_to_target": steps_to_target(curve, target), "target": target,
                          "steps_to_stable": steps_to_stable(curve, target), "batch_size": grid["batch_size"],
                          "wall_s": round(time.time() - t0, 1),
@@ -129,6 +129,16 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
                          "update_s": round(timing["timing/update_s"], 2),
                          "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
             done[key] = {"row": rows[-1], "curve": curve}
+            for persona in [k.split("/", 2)[2] for k in hist[0] if k.startswith("eval/score/")]:  # joint runs
+                p_curve = [(h["step"], h[f"eval/score/{persona}"]) for h in hist if f"eval/score/{persona}" in h]
+                p_key = f"{user}:{persona}/{strategy}/{seed}"
+                curves[p_key] = p_curve
+                rows.append({**rows[-1], "user": f"{user}:{persona}", **_curve_cells(p_curve),
+                             "steps_to_target": steps_to_target(p_curve, target),
+                             "steps_to_stable": steps_to_stable(p_curve, target),
+                             # the run's time is counted once, on its own row
+                             **{k: 0 for k in ("wall_s", "rollout_s", "score_s", "update_s", "rollout_tokens")}})
+                done[p_key] = {"row": rows[-1], "curve": p_curve}
             _write_partial(out, settings, done)
         with atomic_write(out / "ablation.csv", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -142,6 +152,12 @@ def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, s
             plot_curves(curves, label, per_setting[user], out / f"curves_{label}.png")
         (out / PARTIAL).unlink(missing_ok=True)  # the grid is whole: its tables hold every run
     return rows
+
+
+def _curve_cells(curve) -> Dict:
+    """A row's scores read from its evaluation curve [(step, score), ...]."""
+    return {"base_score": round(curve[0][1], 4), "score_at_8": round(dict(curve).get(8, float("nan")), 4),
+            "final_score": round(curve[-1][1], 4), "best_score": round(max(v for _, v in curve), 4)}
 
 
 def _legacy_grid_files(out: Path) -> set:

@@ -83,6 +83,7 @@ METRICS = {
     "step": "PPO step (1-based)",
     "reward/score": "mean user score of the batch's sampled responses, in [0, 1]",
     "eval/score": "mean user score of greedy answers on the fixed evaluation prompts",
+    "eval/score/<user>": "joint optimisation (task.user \"joint\") only: eval/score on that persona's own prompts",
     "reward/advantage_mean": "mean advantage over the masked tokens",
     "reward/token_mean": "mean per-token signal (reward or OPD gap) before GRPO/GAE, over masked tokens",
     "reward/token_std": "its standard deviation",
@@ -513,6 +514,15 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     return metrics
 
 
+def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig) -> Dict[str, float]:
+    """``eval/score`` (greedy answers to the fixed evaluation prompts), and with several personas (``task.user
+    "joint"``) each persona's own ``eval/score/<user>``."""
+    from ..toy.evaluation import evaluate_by_user
+
+    by = evaluate_by_user(policy, tok, env, tasks, eval_tokens(cfg))
+    return {"eval/score": by.pop("all"), **{f"eval/score/{name}": v for name, v in by.items()}}
+
+
 @torch.no_grad()
 def _old_topk(policy, batch: Batch, cfg: PPOConfig, k: int):
     """The policy before the update: its k most likely ids at every response position and their full-vocabulary
@@ -568,7 +578,7 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
                    "timing/update_s": time.time() - t2,
                    "timing/rollout_tokens": int(ro.batch.response_mask.sum())}
         if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-            metrics["eval/score"] = evaluate_policy(policy, tok, run.eval_env, run.eval_tasks, eval_tokens(cfg))
+            metrics.update(_eval_metrics(policy, tok, run.eval_env, run.eval_tasks, cfg))
         metrics["memory/peak_gib"] = peak_memory_gib(str(next(policy.parameters()).device))
         run.record(metrics)
         bar.set_postfix(score=f"{metrics['reward/score']:.2f}")
@@ -720,8 +730,8 @@ class _Run:
         if run.start_step == 0:
             policy.eval()
             load_s = time.time() - t_load
-            run.history.append({"step": 0, "eval/score": evaluate_policy(policy, tok, eval_env, run.eval_tasks,
-                                                                         eval_tokens(cfg)), "timing/load_s": load_s})
+            run.history.append({"step": 0, **_eval_metrics(policy, tok, eval_env, run.eval_tasks, cfg),
+                                "timing/load_s": load_s})
         return run
 
     def record(self, metrics: Dict) -> None:

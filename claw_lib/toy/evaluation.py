@@ -18,7 +18,7 @@ from ..prompts import teacher_prompt
 from ..signals.opd import judge_turn
 from .users import Feedback, Task
 
-__all__ = ["greedy_feedback", "evaluate_policy", "hinted_teacher_score", "EVAL_MAX_NEW_TOKENS"]
+__all__ = ["greedy_feedback", "evaluate_policy", "evaluate_by_user", "hinted_teacher_score", "EVAL_MAX_NEW_TOKENS"]
 
 #: longest greedy answer in evaluation, in tokens
 EVAL_MAX_NEW_TOKENS = 40
@@ -30,21 +30,34 @@ def greedy_feedback(model, tok, env, tasks: Sequence[Task],
     user's RNG is left as it was."""
     gens = generate(model, tok, [t.prompt for t in tasks], max_new_tokens=max_new_tokens, greedy=True) \
         if tasks else []
-    state = env.user.rng.getstate()
+    users = getattr(env, "users", None) or [env.user]  # a JointEnv has several
+    states = [u.rng.getstate() for u in users]
     fbs = [env.step(t, g.text.strip()) for t, g in zip(tasks, gens)]
-    env.user.rng.setstate(state)
+    for u, state in zip(users, states):
+        u.rng.setstate(state)
     return gens, fbs
 
 
 def evaluate_policy(model, tok, env, tasks: Sequence[Task], max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> float:
     """Mean user score in [0, 1] of greedy answers to ``tasks`` (no state change in the user's RNG); for the steps
     of multi-step episodes (:class:`~claw_lib.toy.chains.ChainStep`), the share of episodes with every step right."""
+    return evaluate_by_user(model, tok, env, tasks, max_new_tokens)["all"]
+
+
+def evaluate_by_user(model, tok, env, tasks: Sequence[Task], max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> Dict[str, float]:
+    """:func:`evaluate_policy` as {"all": score}, plus each persona's own mean score when the tasks come from a
+    :class:`~claw_lib.toy.users.JointEnv` ({"all", "teacher", "student"}); one greedy pass."""
     from .chains import ChainStep, episode_success
+    from .users import JointTask
 
     scores = [f.score for f in greedy_feedback(model, tok, env, tasks, max_new_tokens)[1]]
     if tasks and isinstance(tasks[0], ChainStep):
-        return episode_success(tasks, scores)
-    return float(np.mean(scores))
+        return {"all": episode_success(tasks, scores)}
+    out = {"all": float(np.mean(scores))}
+    if tasks and isinstance(tasks[0], JointTask):
+        for name in dict.fromkeys(t.user for t in tasks):
+            out[name] = float(np.mean([s for t, s in zip(tasks, scores) if t.user == name]))
+    return out
 
 
 def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:

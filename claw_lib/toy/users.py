@@ -289,6 +289,53 @@ class FactEnv:
         return self.user.reply(task.fact, response)
 
 
+#: the personas of "joint" optimisation and the questions each brings (as the paper's second version's personas each
+#: bring their own kind of task, the relation asked about tells the policy who is asking)
+JOINT_PERSONAS = (("teacher", ("capital",)), ("student", ("colour",)))
+
+
+@dataclass
+class JointTask(Task):
+    """A question of one persona of a :class:`JointEnv` (``user``: its name)."""
+
+    user: str = ""
+
+
+class JointEnv:
+    """Several personas train one policy at the same time (the paper's second version's *joint* optimisation): each
+    question comes from one of :data:`JOINT_PERSONAS`, drawn with equal chance, and that persona replies. The teacher
+    user asks about capitals, the student user about flag colours, so the question says whose preference applies
+    (the two want opposite styles: an opener and "Keep it up!" against a bare answer with no full stop). ``sample``
+    returns :class:`JointTask` s; ``users`` holds every persona's user (the evaluation saves their random states)."""
+
+    def __init__(self, world: Optional[FactWorld] = None, misconception_share: float = 0.5, seed: int = 0,
+                 tokenizer=None, p_vague: Optional[float] = None, form: str = "kit", langs=("zh", "en")):
+        self.world = world or FactWorld()
+        self.envs = {name: FactEnv(self.world, user=name, relations=rels, langs=langs,
+                                   misconception_share=misconception_share, seed=seed, tokenizer=tokenizer,
+                                   p_vague=p_vague, form=form) for name, rels in JOINT_PERSONAS}
+        self.users = [e.user for e in self.envs.values()]
+        self.tokenizer, self.form = tokenizer, form
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        for i, env in enumerate(self.envs.values()):
+            env.reset(seed + 7919 * (i + 1))
+
+    def sample(self, n: int) -> List[JointTask]:
+        names = list(self.envs)
+        out = []
+        for _ in range(n):
+            name = self.rng.choice(names)
+            t = self.envs[name].sample(1)[0]
+            out.append(JointTask(t.fact, t.prompt, t.form, name))
+        return out
+
+    def step(self, task: JointTask, response: str) -> Feedback:
+        return self.envs[task.user].step(task, response)
+
+
 def make_env(task, seed: int, tokenizer=None, world=None, evaluation: bool = False):
     """The environment of a :class:`~claw_lib.config.TaskConfig` ``task``: a :class:`FactEnv` of the fact world
     (``task.world == "fact"``) or a :class:`~claw_lib.toy.real_tasks.RealTaskEnv` of the real-world questions
@@ -303,6 +350,9 @@ def make_env(task, seed: int, tokenizer=None, world=None, evaluation: bool = Fal
         return RealTaskEnv(world, user=task.user, split="eval" if evaluation else "train",
                            misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
                            p_vague=task.p_vague, form=task.prompt_form)
+    if task.user == "joint":
+        return JointEnv(world, misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
+                        p_vague=task.p_vague, form=task.prompt_form)
     if task.user == "tool-chain":
         from .chains import ChainEnv
 

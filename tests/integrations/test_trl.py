@@ -268,6 +268,7 @@ def test_claw_train_engine_trl_writes_the_kits_columns(tmp_path):
 
 @pytest.mark.parametrize("changes, message", [
     ({"strategy": "binary_rl", "task": TaskConfig(user="tool-chain")}, "tool-chain' .* kit's loop only"),
+    ({"strategy": "binary_rl", "task": TaskConfig(user="joint")}, "joint' .* kit's loop only"),
     ({"strategy": "combined", "loss": LossConfig(distill="topk_clipped")}, "topk_clipped' .* kit's loop only"),
     ({"strategy": "opd", "opd": OPDConfig(hint_candidates=3, hint_selection="overlap")}, "overlap' .* kit's loop only"),
 ])
