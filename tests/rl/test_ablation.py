@@ -78,3 +78,43 @@ def test_reproduce_passes_each_settings_config(tmp_path, monkeypatch):
     assert json.dumps(back) == json.dumps(rows) and curves["teacher-vague/opd/1"] == [(0, 0.1), (1, 0.6)]
     with pytest.raises(FileNotFoundError, match="claw reproduce"):
         ab.load_results(tmp_path / "nothing")
+
+
+def test_reproduce_gives_each_persona_of_a_joint_run_its_row(tmp_path, monkeypatch):
+    """A joint run logs eval/score/<persona>: the grid adds a row "<setting>:<persona>" per persona, scored from that
+    persona's own curve (steps to 0.9 and until stable computed on it), with the run's time counted once; a grid
+    interrupted after that run gives the same rows when it goes on."""
+    import claw_lib.rl.ablation as ab
+
+    def fake_train(cfg):
+        t = [0.2, 0.95, 0.95, 0.95, 0.95]
+        s = [0.0, 0.2, 0.4, 0.6, 0.8]
+        return [{"step": k, "eval/score": (a + b) / 2, "eval/score/teacher": a, "eval/score/student": b,
+                 "timing/rollout_s": 1.0} for k, (a, b) in enumerate(zip(t, s))]
+
+    monkeypatch.setattr(ab, "train", fake_train)
+    rows = ab.reproduce(tmp_path / "g", users=["joint-v2"], strategies=["binary_rl"], seeds=[0], steps=4,
+                        progress=False)
+    by = {r["user"]: r for r in rows}
+    assert set(by) == {"joint-v2", "joint-v2:teacher", "joint-v2:student"}
+    assert by["joint-v2:teacher"]["final_score"] == 0.95 and by["joint-v2:teacher"]["steps_to_target"] == 1
+    assert by["joint-v2:teacher"]["steps_to_stable"] == 1 and by["joint-v2:student"]["steps_to_target"] is None
+    assert by["joint-v2"]["rollout_s"] == 5.0 and by["joint-v2:student"]["rollout_s"] == 0
+    _, curves = ab.load_results(tmp_path / "g")
+    assert curves["joint-v2:student/binary_rl/0"] == [(k, v) for k, v in enumerate([0.0, 0.2, 0.4, 0.6, 0.8])]
+    # interrupted after the joint run: the second run (another seed) fails once, then the grid goes on
+    calls = []
+
+    def flaky(cfg):
+        calls.append(cfg.seed)
+        if cfg.seed == 1 and calls.count(1) == 1:
+            raise KeyboardInterrupt
+        return fake_train(cfg)
+
+    monkeypatch.setattr(ab, "train", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        ab.reproduce(tmp_path / "h", users=["joint-v2"], strategies=["binary_rl"], seeds=[0, 1], steps=4, progress=False)
+    again = ab.reproduce(tmp_path / "h", users=["joint-v2"], strategies=["binary_rl"], seeds=[0, 1], steps=4,
+                         progress=False)
+    assert calls == [0, 1, 1] and sorted((r["user"], r["seed"]) for r in again) == sorted(
+        (u, s) for u in ("joint-v2", "joint-v2:teacher", "joint-v2:student") for s in (0, 1))
