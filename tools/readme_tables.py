@@ -116,6 +116,28 @@ def main():
                                                                        ("student", "student, hint in every complaint")]
         for a, b, name in [("opd_kl", "opd", "OPD-only v2 - OPD v1"), ("combined", "combined", "Hybrid v2 - Combined v1"),
                            ("combined", (f"{user}-v2", "opd_kl"), "Hybrid v2 - OPD-only v2")]]))
+    print("\n## hint selection (hints)\n")
+    print(score_rows("results/hints", [(f"{u}-v2-{sel}", f"{label}, {sel}") for u, label in
+                                       [("teacher-vague", "sparse hints (half vague)"),
+                                        ("student", "student, hint in every complaint")] for sel in ("overlap", "shortest")],
+                     [("combined", "Hybrid, v2 loss, three hint candidates")]))
+    print()
+    print(pair_rows(["results/hints", "results/v2"], [
+        (label, f"{u}-v2{b}", (f"{u}-v2-overlap", "combined"), "combined", f"overlap - {name}")
+        for u, label in [("teacher-vague", "sparse hints"), ("student", "student, hint in every complaint")]
+        for b, name in [("", "whole hint (v1)"), ("-shortest", "shortest")]]))
+    print("\n## joint vs separate (joint)\n")
+    j3 = [("binary_rl", "GRPO (Binary RL)"), ("opd_kl", "OPD-only, v2 loss"), ("combined", "Hybrid, v2 loss")]
+    print(score_rows("results/joint", [("joint-v2:teacher", "joint, teacher persona (capitals)"),
+                                       ("joint-v2:student", "joint, student persona (flag colours)"),
+                                       ("student-colour-v2", "separate, student persona (flag colours)")], j3))
+    print()
+    separate = {"teacher": {"binary_rl": ("teacher", "binary_rl"), "opd_kl": ("teacher-v2", "opd_kl"),
+                            "combined": ("teacher-v2", "combined")},
+                "student": {m: ("student-colour-v2", m) for m, _ in j3}}
+    print(pair_rows(["results/joint", "results/v2", "results/table3"], [
+        (f"{p} persona", p, (f"joint-v2:{p}", m), separate[p][m], f"{name}: joint - separate")
+        for p in ("teacher", "student") for m, name in j3]))
 
 
 if __name__ == "__main__":
