@@ -42,9 +42,10 @@ brackets)::
     ├── toy/             the lab: a fact world small enough for a laptop                       [05a 07 10]
     │   ├── world.py         countries, facts, questions, answers
     │   ├── tools.py         the lookup tool: calls, results, errors (next states from a tool)
+    │   ├── chains.py        the multi-step tool task: episodes of 2-4 calls, outcome and process rewards
     │   ├── corpus.py        the pre-training mix, in several prompt forms
     │   ├── pretrain.py      the kit's tiny GPT and its evaluation
-    │   ├── users.py         simulated users (correcting, student, teacher, tool) and FactEnv
+    │   ├── users.py         simulated users (correcting, student, teacher, ta, tool), FactEnv, JointEnv
     │   ├── real_tasks.py    real-world questions (capitals, dates, units, arithmetic) for a real model [12]
     │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
     │   └── probe.py         the labelled probe set and alignment-quality metrics

@@ -36,7 +36,7 @@ PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl",
 #: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool,
 #: "tool-chain" for episodes of 2-4 calls with one outcome (:mod:`claw_lib.toy.chains`), "joint" for the teacher
 #: and the student user training one policy together (:class:`claw_lib.toy.users.JointEnv`)
-USERS = ("correcting", "student", "teacher", "tool", "tool-chain", "joint")
+USERS = ("correcting", "student", "teacher", "ta", "tool", "tool-chain", "joint")
 #: how per-token signals become advantages in the PPO loop
 ADVANTAGES = ("direct", "whiten", "reward_to_go", "grpo", "gae")
 #: how a word's reward reaches the policy's sub-tokens (:func:`claw_lib.text.tokens.words_to_subtokens`)
@@ -254,7 +254,8 @@ class TaskConfig:
     """Who asks what in the toy world (:class:`claw_lib.toy.users.FactEnv`)."""
 
     user: str = "correcting"
-    """"correcting", "student", "teacher", "tool" (:mod:`claw_lib.toy.users`) or "tool-chain" (episodes of 2-4
+    """"correcting", "student", "teacher", "ta" (the paper's second version's TA persona, scaled down), "tool"
+    (:mod:`claw_lib.toy.users`) or "tool-chain" (episodes of 2-4
     lookups with one outcome, :mod:`claw_lib.toy.chains`; strategy "binary_rl"; ``batch_size`` counts episodes) or
     "joint" (the teacher user on capitals and the student user on flag colours, one policy for both:
     :class:`~claw_lib.toy.users.JointEnv`; ``relations`` is then the personas')"""

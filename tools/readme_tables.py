@@ -138,6 +138,11 @@ def main():
     print(pair_rows(["results/joint", "results/v2", "results/table3"], [
         (f"{p} persona", p, (f"joint-v2:{p}", m), separate[p][m], f"{name}: joint - separate")
         for p in ("teacher", "student") for m, name in j3]))
+    print("\n## the TA persona (ta)\n")
+    print(score_rows("results/ta", [("ta-v2", "TA persona, alone")], j3))
+    print()
+    print(pair_rows("results/ta", [("TA persona", "ta-v2", "combined", "binary_rl", "Hybrid - GRPO"),
+                                   ("TA persona", "ta-v2", "binary_rl", "opd_kl", "GRPO - OPD-only")]))
 
 
 if __name__ == "__main__":

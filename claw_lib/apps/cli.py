@@ -636,7 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "paper's second version trains them (clipped top-k loss), 10 seeds; chain: outcome-only vs outcome + "
                         "per-step process reward on episodes of 2-4 tool calls, 10 seeds; hints: the v2 hybrid with three hint "
                         "candidates chosen by top-k overlap or the shortest, 10 seeds; joint: the teacher and student users "
-                        "training one policy (v2's joint optimisation) and the student alone, 10 seeds")
+                        "training one policy (v2's joint optimisation) and the student alone, 10 seeds; ta: the TA persona alone, "
+                        "10 seeds")
     p.add_argument("--full", action="store_true", help="same as --grid full")
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..config import PPOConfig, override
 
-__all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "CHAIN", "HINTS", "JOINT", "GRIDS",
+__all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "CHAIN", "HINTS", "JOINT", "TA", "GRIDS",
            "STRATEGIES"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
@@ -64,7 +64,8 @@ def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes)
 #: ids, the teacher's gap clipped to +-1, eps_high 0.28, as its launcher; opd_kl is v2's OPD-only, combined its
 #: hybrid, :func:`claw_lib.rl.ppo.v2_hybrid`). "joint-v2": v2's joint optimisation, one policy for the teacher user
 #: (capitals) and the student user (flag colours) (:class:`claw_lib.toy.users.JointEnv`), with GRPO (binary_rl),
-#: OPD-only and the hybrid; "student-colour-v2" is the student persona alone on its questions (the teacher persona
+#: OPD-only and the hybrid; "ta-v2": the TA persona (:class:`claw_lib.toy.users.TAUser`) alone, with the same three;
+#: "student-colour-v2" is the student persona alone on its questions (the teacher persona
 #: alone is "teacher-v2", and table3's "teacher" for binary_rl). "...-v2-overlap" / "...-v2-shortest": the hybrid with three hint
 #: candidates per turn (the whole hint, the correction alone, the preference alone), chosen by top-k overlap (v2's
 #: sequence-optimal rule) or the shortest; "longest" among them is v1's hint, i.e. the "...-v2" hybrid itself. "tool": the next state is the
@@ -100,7 +101,8 @@ SETTINGS = {
        for u in ("teacher-vague", "student") for sel in ("overlap", "shortest")},
     **{name: _setting(user, ("binary_rl", "opd_kl", "combined"), loss__distill="topk_clipped", loss__clipped_k=4,
                       loss__clipped_gap=1.0, loss__eps_high=0.28, **extra)
-       for name, user, extra in (("joint-v2", "joint", {}), ("student-colour-v2", "student", {"task__relations": ("colour",)}))},
+       for name, user, extra in (("joint-v2", "joint", {}), ("student-colour-v2", "student", {"task__relations": ("colour",)}),
+                                 ("ta-v2", "ta", {}))},
 }
 
 QUICK = dict(steps=16, seeds=(0, 1, 2), users=("correcting", "teacher", "correcting-pair", "tool"), batch_size=16,
@@ -135,5 +137,8 @@ HINTS = dict(TABLE3, users=("teacher-vague-v2-overlap", "teacher-vague-v2-shorte
 #: v2's joint vs separate optimisation: the two personas training one policy, and the student persona alone (the
 #: teacher persona alone: the v2 grid and table3), paired by seed
 JOINT = dict(TABLE3, users=("joint-v2", "student-colour-v2"), strategies=("binary_rl", "opd_kl", "combined"))
+#: the third persona of the paper's second version, the TA, alone (separate optimisation), paired by seed with the
+#: teacher and student personas of the v2 and joint grids
+TA = dict(TABLE3, users=("ta-v2",), strategies=("binary_rl", "opd_kl", "combined"))
 GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA, "engines": ENGINES,
-         "step8": STEP8, "v2": V2, "chain": CHAIN, "hints": HINTS, "joint": JOINT}
+         "step8": STEP8, "v2": V2, "chain": CHAIN, "hints": HINTS, "joint": JOINT, "ta": TA}

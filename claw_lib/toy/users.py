@@ -181,6 +181,31 @@ class TeacherUser(_StyleUser):
                 "encouragement": r.endswith("继续加油！" if zh else "Keep it up!")}
 
 
+#: what the TA user asks for (not a pre-training style: the tiny GPT's default answer already is one)
+TA_HINTS = ("请用一个完整的句子回答，说出问题里的国家，以句号结尾，不要客套话。",
+            "Answer in one full sentence that names the country, end with a full stop, no small talk.")
+
+
+class TAUser(_StyleUser):
+    """The paper's second version's TA persona, scaled down: it wants detailed, specific answers (v2: grading comments
+    of at least 100 tokens); here a full sentence that names the country and the value, ending with a full stop, with
+    no small talk (no "Good question!" opener, no "Keep it up!"). The tiny GPT's default, formal answer is one, so this
+    is the easiest persona, as v2's TA is (Hybrid 8.2 sessions, its lowest)."""
+
+    style, name = "formal", "ta"
+
+    def preferences(self, lang: str) -> str:
+        return TA_HINTS[0 if lang == "zh" else 1]
+
+    def checks(self, fact: Fact, response: str) -> dict:
+        r = response.strip()
+        zh = fact.lang == "zh"
+        return {"full_sentence": states_value(r, fact.subject) and states_value(r, fact.truth),
+                "no_small_talk": not r.startswith("好问题" if zh else "Good question")
+                and not r.rstrip("。.!！").endswith("继续加油" if zh else "Keep it up"),
+                "full_stop": r.endswith("。" if zh else ".")}
+
+
 class ToolUser:
     """Asks the policy to use the lookup tool; the next state is the tool's output, not a reply
     (:mod:`claw_lib.toy.tools`). Score: 1 when the call returns the fact that was asked for, else 0
@@ -206,8 +231,8 @@ class ToolUser:
 
 
 def make_user(name: str, world: FactWorld, seed: int = 0, p_vague: Optional[float] = None):
-    """"correcting", "student", "teacher" or "tool"; ``p_vague`` overrides the user's share of vague replies."""
-    users = {"correcting": CorrectingUser, "student": StudentUser, "teacher": TeacherUser, "tool": ToolUser}
+    """"correcting", "student", "teacher", "ta" or "tool"; ``p_vague`` overrides the user's share of vague replies."""
+    users = {"correcting": CorrectingUser, "student": StudentUser, "teacher": TeacherUser, "ta": TAUser, "tool": ToolUser}
     if name not in users:
         raise ValueError(f"user must be one of {sorted(users)}, got {name!r}")
     if p_vague is not None and not 0.0 <= p_vague <= 1.0:

@@ -36,3 +36,20 @@ def test_evaluate_by_user_is_each_personas_mean():
     assert by["all"] == evaluate_policy(model, tok, env, tasks) == float(np.mean(scores))
     for name in ("teacher", "student"):
         assert by[name] == float(np.mean([s for t, s in zip(tasks, scores) if t.user == name]))
+
+
+def test_ta_user_wants_one_full_plain_sentence():
+    """The TA persona: a full sentence naming the country and the value, ending with a full stop, no small talk;
+    a wrong value scores 0, and its reply holds the correction and the TA's preference."""
+    from claw_lib.toy.users import TA_HINTS, TAUser
+    from claw_lib.toy.world import FactWorld
+
+    w = FactWorld()
+    ta = TAUser(w)
+    f = next(x for x in w.facts("known") if x.lang == "zh")
+    assert ta.reply(f, f.answer()).score == 1.0                               # the formal answer
+    assert ta.reply(f, f.answer(style="friendly")).score < 1.0                # small talk
+    fb = ta.reply(f, f.truth)                                                 # the value alone: not a sentence
+    assert fb.score < 1.0 and TA_HINTS[0] in fb.next_state
+    wrong = ta.reply(f, f.answer(value="伦敦"))
+    assert wrong.score == 0.0 and f.truth in wrong.next_state and TA_HINTS[0] in wrong.next_state
