@@ -67,7 +67,6 @@ from ..signals.opd import (
     opd_advantages,
     topk_reverse_kl,
 )
-from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
 from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 
