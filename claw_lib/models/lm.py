@@ -194,11 +194,14 @@ def scaled_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return logits if temperature == 1.0 else logits / temperature
 
 
-def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entropy: bool = False):
+def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entropy: bool = False, topk: int = 0):
     """Per-token log-probs of the response tokens under ``model`` (gradients flow if enabled).
 
-    Returns logprobs (B, T) float32 (0 where ``response_mask`` is False), and with
-    ``with_entropy`` also the entropy (B, T) of the predictive distribution at those positions.
+    Returns logprobs (B, T) float32 (0 where ``response_mask`` is False); with ``with_entropy`` also the
+    entropy (B, T) of the predictive distribution at those positions; with ``topk`` > 0 also the model's
+    ``topk`` most likely ids at each response position and their full-vocabulary log-probs, as a pair
+    ((B, T, k) long, (B, T, k) float32), most likely first, from the same forward pass. Extras follow
+    logprobs in that order.
     """
     _check_length(model, batch.input_ids.shape[1], "scoring this prompt + response")
     dev = next(model.parameters()).device
@@ -206,10 +209,13 @@ def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entr
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, L, V)
     resp_logits = scaled_logits(gather_positions(logits, batch.logit_index), temperature)  # (B, T, V)
     lp = selective_log_softmax(resp_logits.float(), batch.response_ids).masked_fill(~batch.response_mask, 0.0)
+    out = [lp]
     if with_entropy:
-        ent = entropy_from_logits(resp_logits).masked_fill(~batch.response_mask, 0.0)
-        return lp, ent
-    return lp
+        out.append(entropy_from_logits(resp_logits).masked_fill(~batch.response_mask, 0.0))
+    if topk:
+        top_lp, top_ids = torch.log_softmax(resp_logits.float(), -1).topk(min(topk, resp_logits.shape[-1]), dim=-1)
+        out.append((top_ids, top_lp))
+    return out[0] if len(out) == 1 else tuple(out)
 
 
 def encode(tokenizer, text: str) -> List[int]:

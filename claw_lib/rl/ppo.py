@@ -119,7 +119,9 @@ class Rollout:
     tasks: the B questions; prompt_ids / response_ids: their token ids (the responses are the
     policy's actions, eos included when generated; an empty sample is one eos); texts: the decoded
     responses the user read; batch: prompt + response packed (on the policy's device); logprobs,
-    ref_logprobs: (B, T); feedback: the user's reply (the next state) and score per response.
+    ref_logprobs: (B, T); feedback: the user's reply (the next state) and score per response; old_topk: the
+    sampling policy's most likely ids at each response position and their log-probs, ((B, T, K) long,
+    (B, T, K) float), when the step needs them (:func:`old_topk_width`), else None.
     """
 
     tasks: List[Task]
@@ -130,6 +132,7 @@ class Rollout:
     logprobs: torch.Tensor
     ref_logprobs: Optional[torch.Tensor]
     feedback: List[Feedback]
+    old_topk: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
 
     @property
     def scores(self) -> List[float]:
@@ -150,6 +153,22 @@ def needs_old_logprobs(cfg: PPOConfig) -> bool:
     return cfg.strategy in ("opd", "combined", "opd_kl") or cfg.epochs * cfg.minibatches > 1
 
 
+def topk_loss(cfg: PPOConfig) -> bool:
+    """Whether the update uses the paper's second version's clipped top-k OPD loss (``loss.distill="topk_clipped"``
+    with ``opd_kl``, or the v2 hybrid)."""
+    return cfg.loss.distill == "topk_clipped" and (cfg.strategy == "opd_kl" or v2_hybrid(cfg))
+
+
+def old_topk_width(cfg: PPOConfig) -> int:
+    """How many of the sampling policy's most likely ids per position the step reads (0: none): ``loss.clipped_k``
+    for the v2 top-k loss, ``opd.selection_k`` for choosing hints by overlap, the larger when both. The rollout
+    takes them from the forward that gives its log-probs, so neither needs a forward of its own."""
+    k = cfg.loss.clipped_k if topk_loss(cfg) else 0
+    if cfg.opd.hint_selection == "overlap" and cfg.strategy in ("opd", "combined", "opd_kl"):
+        k = max(k, cfg.opd.selection_k)
+    return k
+
+
 @torch.no_grad()
 def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Rollout:
     """Stage 1: ``cfg.batch_size`` prompts of ``env`` (re-seeded for ``step``), one sampled response
@@ -167,11 +186,14 @@ def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Roll
     dev = next(policy.parameters()).device
     batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
     temp = cfg.temperature  # log-probs of the distribution that was sampled, as upstream
-    logprobs = logprobs_from_batch(policy, batch, temperature=temp) if needs_old_logprobs(cfg) else None  # (B, T)
+    logprobs, old_topk, k = None, None, old_topk_width(cfg)
+    if needs_old_logprobs(cfg):  # (B, T), and the top-k pair ((B, T, k), (B, T, k)) from the same forward
+        logprobs, old_topk = logprobs_from_batch(policy, batch, temperature=temp, topk=k) if k else \
+            (logprobs_from_batch(policy, batch, temperature=temp), None)
     ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None        # (B, T)
     texts = [decode_response(tokenizer, ids) for ids in response_ids]
     feedback = [env.step(t, x) for t, x in zip(tasks, texts)]
-    return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback)
+    return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback, old_topk)
 
 
 # --------------------------------------------------------------------------- 2. signals
@@ -183,8 +205,6 @@ class Scorer:
     reference or the live policy); encoder: the alignment encoder (binary, continuous, sentence);
     judge_lm: (model, tokenizer) for perplexity rewards; judge: the next-state judge of Binary RL
     and OPD (None: the rule judge of the toy world).
-    student: the policy, for choosing among hint candidates by top-k overlap
-    (``opd.hint_selection="overlap"``; else None).
     """
 
     tokenizer: object
@@ -192,7 +212,6 @@ class Scorer:
     encoder: object = None
     judge_lm: Optional[Tuple[object, object]] = None
     judge: object = None
-    student: object = None
 
     @classmethod
     def for_run(cls, cfg: PPOConfig, policy, ref, tokenizer) -> "Scorer":
@@ -205,8 +224,7 @@ class Scorer:
             a = cfg.reward.align
             encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
         return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
-                   judge_lm=(ref, tokenizer) if cfg.strategy == "perplexity" else None,
-                   student=policy if cfg.opd.hint_selection == "overlap" else None)
+                   judge_lm=(ref, tokenizer) if cfg.strategy == "perplexity" else None)
 
 
 @dataclass
@@ -287,9 +305,9 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
 @torch.no_grad()
 def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     """The paper's second version's sequence-optimal hint choice, on every turn with more than one candidate
-    (:func:`~claw_lib.signals.judges.hint_candidates`): the student's top-k at each response position (one forward
-    of ``scorer.student`` on those turns) against the teacher's under each candidate (one padded forward of all
-    candidates), :func:`~claw_lib.signals.opd.overlap_choice`. Returns the turn signals with the chosen hints."""
+    (:func:`~claw_lib.signals.judges.hint_candidates`): the sampling policy's top-k at each response position
+    (``ro.old_topk``, from the rollout's forward) against the teacher's under each candidate (one padded forward of
+    all candidates), :func:`~claw_lib.signals.opd.overlap_choice`. Returns the turn signals with the chosen hints."""
     from ..signals.judges import hint_candidates
     from ..signals.opd import overlap_choice
 
@@ -298,12 +316,8 @@ def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     multi = [b for b, c in cands.items() if len(c) > 1]
     if not multi:
         return sigs
-    if scorer.student is None:
-        raise ValueError('opd.hint_selection "overlap" needs the policy: Scorer(student=policy) (Scorer.for_run sets it)')
     tok, dev, k = scorer.tokenizer, ro.batch.input_ids.device, o.selection_k
-    sub = ro.batch.select(torch.as_tensor(multi, device=dev))
-    s_top = gather_positions(scorer.student(input_ids=sub.input_ids, attention_mask=sub.attention_mask).logits,
-                             sub.logit_index).topk(k, -1).indices                                  # (n, T, k)
+    s_top = _rollout_topk(ro, k)[0][torch.as_tensor(multi, device=dev)]                           # (n, T, k)
     pairs = [(b, h) for b in multi for h in cands[b]]
     t_ids = [encode(tok, teacher_prompt(ro.tasks[b].fact.question(), h, ro.tasks[b].fact.lang, tokenizer=tok,
                                         form=ro.tasks[b].form)) for b, h in pairs]
@@ -317,6 +331,15 @@ def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
         out[b] = dataclasses.replace(sigs[b], hint=cands[b][choice])
         j += m
     return out
+
+
+def _rollout_topk(ro: Rollout, k: int):
+    """The first ``k`` of the rollout's top ids per position and their log-probs; a rollout made with a config that
+    needed none is refused, naming the fix."""
+    if ro.old_topk is None or ro.old_topk[0].shape[-1] < k:
+        raise ValueError(f"this step needs the sampling policy's top {k} ids per position, and the rollout kept "
+                         f"{0 if ro.old_topk is None else ro.old_topk[0].shape[-1]}: make the rollout with the step's config")
+    return ro.old_topk[0][..., :k], ro.old_topk[1][..., :k]
 
 
 def _chain_step_rewards(ro: Rollout, sigs, cfg: PPOConfig) -> Optional[np.ndarray]:
@@ -444,8 +467,8 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     policy.train()
     idx = np.arange(len(ro.response_ids))
     stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
-    topk = L.distill == "topk_clipped" and (cfg.strategy == "opd_kl" or v2_hybrid(cfg))
-    old_topk = _old_topk(policy, ro.batch, cfg, L.clipped_k) if topk and M.any() else None
+    topk = topk_loss(cfg)
+    old_topk = _rollout_topk(ro, L.clipped_k) if topk and M.any() else None
     if M.any():
         for _ in range(cfg.epochs):
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
@@ -520,19 +543,6 @@ def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig) -> Dict[str, float]:
 
     by = evaluate_by_user(policy, tok, env, tasks, eval_tokens(cfg))
     return {"eval/score": by.pop("all"), **{f"eval/score/{name}": v for name, v in by.items()}}
-
-
-@torch.no_grad()
-def _old_topk(policy, batch: Batch, cfg: PPOConfig, k: int):
-    """The policy before the update: its k most likely ids at every response position and their full-vocabulary
-    log-probs, ((B, T, k) long, (B, T, k) float), for the v2 top-k OPD loss (one forward without gradient)."""
-    was_training = policy.training
-    policy.eval()
-    logits = scaled_logits(gather_positions(policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits,
-                                            batch.logit_index), cfg.temperature)
-    policy.train(was_training)
-    lp, ids = torch.log_softmax(logits.float(), -1).topk(min(k, logits.shape[-1]), dim=-1)
-    return ids, lp
 
 
 # --------------------------------------------------------------------------- the loop

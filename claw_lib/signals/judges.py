@@ -141,6 +141,11 @@ class RuleJudge:
     without error is progress (+1) and not hindsight (no hint).
     """
 
+    def __init__(self, phrasings: int = 1):
+        if isinstance(phrasings, bool) or not isinstance(phrasings, int) or phrasings < 1:
+            raise ValueError(f"phrasings must be an integer >= 1, got {phrasings!r}")
+        self.phrasings = phrasings
+
     def vote(self, response: str, next_state: str, role: str = "user") -> Vote:
         s = (next_state or "").strip()
         low = s.casefold()
@@ -164,11 +169,6 @@ class RuleJudge:
     def votes(self, response: str, next_state: str, role: str = "user") -> List[Vote]:
         """One deterministic vote (the same interface as :class:`LLMJudge`)."""
         return [self.vote(response, next_state, role)]
-
-    def __init__(self, phrasings: int = 1):
-        if isinstance(phrasings, bool) or not isinstance(phrasings, int) or phrasings < 1:
-            raise ValueError(f"phrasings must be an integer >= 1, got {phrasings!r}")
-        self.phrasings = phrasings
 
     def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
         """The hint vote; with ``phrasings`` > 1 (a stand-in for an LLM judge's several samples, which quote different

@@ -252,7 +252,7 @@ def overlap_choice(student_topk: torch.Tensor, teacher_topk: torch.Tensor, mask:
     if student_topk.dim() != 2 or teacher_topk.dim() != 3 or teacher_topk.shape[1:] != student_topk.shape:
         raise ValueError(f"student top-k must be (T, k) and teacher top-k (M, T, k) with the same T, k; got "
                          f"{tuple(student_topk.shape)} and {tuple(teacher_topk.shape)}")
-    shared = (teacher_topk.unsqueeze(-1) == student_topk.unsqueeze(0).unsqueeze(-2)).any(-1).sum(-1)  # (M, T)
+    shared = _shared_ids(student_topk.unsqueeze(0), teacher_topk)                                       # (M, T)
     if mask is not None:
         shared = shared * mask.to(shared.dtype)
     sums = shared.sum(-1)
@@ -269,9 +269,13 @@ def topk_overlap(student_logits: torch.Tensor, teacher_logits: torch.Tensor, k: 
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     k = min(k, student_logits.shape[-1])
-    s_top = student_logits.topk(k, dim=-1).indices.unsqueeze(-1)   # (..., K, 1)
-    t_top = teacher_logits.topk(k, dim=-1).indices.unsqueeze(-2)   # (..., 1, K)
-    return (s_top == t_top).any(-2).float().mean(-1)
+    return _shared_ids(student_logits.topk(k, dim=-1).indices, teacher_logits.topk(k, dim=-1).indices).float() / k
+
+
+def _shared_ids(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """How many of the ids in ``b`` (..., k) are also in ``a`` (..., k) (broadcast over the leading dimensions),
+    per position: (...) long. Top-k ids are distinct, so this is the size of the intersection."""
+    return (b.unsqueeze(-1) == a.unsqueeze(-2)).any(-1).sum(-1)
 
 
 def generalized_jsd(student_logits: torch.Tensor, teacher_logits: torch.Tensor, beta: float = 0.5) -> torch.Tensor:

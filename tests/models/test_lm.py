@@ -83,6 +83,25 @@ def test_logprobs_have_gradients(random_lm):
     model.zero_grad(set_to_none=True)
 
 
+def test_logprobs_with_entropy_and_topk_from_one_forward(random_lm):
+    """topk=k adds the k most likely ids per response position and their full-vocabulary log-probs (temperature
+    applied), most likely first, after the entropy when both are asked; the log-probs themselves are unchanged."""
+    import torch
+
+    model, tok = random_lm
+    p, r, _ = encode_pair(tok, "问：x\n答：", "巴黎。")
+    batch = pack([p, p], [r, r[:2]], tok.pad_token_id)
+    with torch.no_grad():
+        plain = logprobs_from_batch(model, batch, temperature=0.7)
+        lp, ent, (ids, top) = logprobs_from_batch(model, batch, temperature=0.7, with_entropy=True, topk=3)
+        full = torch.log_softmax(model(input_ids=batch.input_ids).logits.float() / 0.7, -1)
+    assert torch.equal(lp, plain) and ent.shape == lp.shape and ids.shape == top.shape == lp.shape + (3,)
+    for b in range(2):
+        for t, pos in enumerate(batch.logit_index[b].tolist()):
+            want_lp, want_ids = full[b, pos].topk(3)
+            assert torch.equal(ids[b, t], want_ids) and torch.allclose(top[b, t], want_lp, atol=1e-5)
+
+
 def test_generate_is_reproducible(random_lm):
     model, tok = random_lm
     a = generate(model, tok, ["问：x\n答：", "Q: y\nA:"], max_new_tokens=8, seed=3)

@@ -349,7 +349,8 @@ def test_v2_clipped_topk_loss_in_the_update(strategy):
 def test_hint_selection_by_overlap_in_the_loop():
     """opd.hint_candidates=3: "longest" gives v1's hints exactly; "overlap" picks, on every turn with several
     candidates, the one whose hinted teacher's top-4 shares most with the student's top-4 over the response,
-    recomputed here one candidate at a time without padding; at least one turn of the batch has a choice to make."""
+    recomputed here one candidate at a time without padding; at least one turn of the batch has a choice to make.
+    The student's top-4 comes from the rollout's forward; a rollout made without it is refused by name."""
     from claw_lib.models.lm import encode, load_causal_lm
     from claw_lib.prompts import teacher_prompt
     from claw_lib.rl.grids import SETTINGS
@@ -361,7 +362,13 @@ def test_hint_selection_by_overlap_in_the_loop():
     policy, tok = load_causal_lm("tiny")
     ref = frozen_teacher(policy)
     base = SETTINGS["teacher"].apply(PPOConfig(strategy="combined", batch_size=16, eval_prompts=4, progress=False))
-    ro = rollout(policy, tok, make_env(base.task, 0, tok), base, step=0)
+    overlap = override(base, {"opd.hint_candidates": 3, "opd.hint_selection": "overlap"})
+    ro = rollout(policy, tok, make_env(base.task, 0, tok), overlap, step=0)  # keeps the policy's top-4 per position
+    assert ro.old_topk[0].shape == ro.logprobs.shape + (4,)
+    bare = rollout(policy, tok, make_env(base.task, 0, tok), base, step=0)  # the same samples, no top-k kept
+    assert bare.response_ids == ro.response_ids and bare.old_topk is None
+    with pytest.raises(ValueError, match="needs the sampling policy's top 4 ids per position"):
+        compute_signals(bare, overlap, Scorer.for_run(overlap, policy, ref, tok))
     hints = {}
     for sel, n in (("longest", 1), ("longest", 3), ("overlap", 3)):
         cfg = override(base, {"opd.hint_candidates": n, "opd.hint_selection": sel})
