@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 from claw_lib.alignment.dp import align, align_reference, align_seed_loop
+
+#: the largest matrix side: the plain-Python reference loop costs n^2 Python steps (the defaults stop at 1024)
+MAX_SIZE = 2048
 
 
 def best_time(fn, c, repeat):
@@ -28,13 +30,21 @@ def best_time(fn, c, repeat):
     return min(ts)
 
 
-def main():
+def main(argv=None) -> int:
+    """Time each size; ``--out`` is checked before the work and written whole at the end, never over a file
+    without ``--force`` (BM01); sizes and repeats out of range are one line (BM02)."""
+    from claw_lib.utils import add_report_args, publish_report, report_path
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[16, 64, 256, 512, 1024])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed-loop-max", type=int, default=512)
-    ap.add_argument("--out", default=None, help="also write the table (Markdown) here")
-    a = ap.parse_args()
+    add_report_args(ap, "the table (Markdown)")
+    a = ap.parse_args(argv)
+    if not all(1 <= n <= MAX_SIZE for n in a.sizes) or not 1 <= a.repeat <= 100:
+        raise SystemExit(f"error: every --sizes value must be in [1, {MAX_SIZE}] and --repeat in [1, 100], got "
+                         f"--sizes {' '.join(map(str, a.sizes))} --repeat {a.repeat}")
+    out = report_path(a)
     rng = np.random.default_rng(0)
     rows = ["| n x n | diagonal (ms) | reference loop (ms) | seed loop (ms) | reference / diagonal | seed loop / diagonal |",
             "|---|---|---|---|---|---|"]
@@ -50,12 +60,12 @@ def main():
         print(rows[-1], flush=True)
     head = (f"DP alignment benchmark (python {platform.python_version()}, numpy {np.__version__}, "
             f"{platform.machine()}, best of {a.repeat})")
-    table = "\n".join([head, ""] + rows)
-    print("\n" + table)
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(table + "\n")
+    print()
+    publish_report("\n".join([head, ""] + rows), out, a.force)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    from claw_lib.utils import script_main
+
+    raise SystemExit(script_main(main))

@@ -48,7 +48,7 @@ def blob_pair(n_chars: int, seed: int = 0):
     return o, o[: n_chars // 2] + "x" + o[n_chars // 2 + 1:]
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--words", type=int, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--blob-chars", type=int, nargs="+", default=[2000, 4000], help="sizes of texts without spaces")
@@ -57,7 +57,7 @@ def main():
     from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown table")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     out = report_path(a)
     import warnings
 
@@ -111,8 +111,10 @@ def main():
         ratio = f"{tr / tl:.0f}x" if tr else ""
         lines.append(f"| {lang} | {na} / {nb} | {ca} / {cb} | {total:.2f} | {cpu:.2f} | {te:.2f} | {tl:.3f} | {td:.2f} | "
                      f"{'' if tr is None else f'{tr:.2f}'} | {ratio} |")
-    publish_report("\n".join(lines), out)
+    publish_report("\n".join(lines), out, a.force)
 
 
 if __name__ == "__main__":
-    main()
+    from claw_lib.utils import script_main
+
+    raise SystemExit(script_main(main))

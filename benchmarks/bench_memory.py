@@ -65,6 +65,11 @@ def main(argv=None) -> int:
     ap.add_argument("--new-tokens", type=int, default=48, help="kit: max_new_tokens")
     ap.add_argument("--lora-rank", type=int, default=16)
     a = ap.parse_args(argv)
+    for flag, v in (("--batch-size", a.batch_size), ("--tokens", a.tokens), ("--new-tokens", a.new_tokens)):
+        if not 1 <= v <= 4096:  # BM08: one line, as the kit's own bound (config.LIMITS)
+            raise SystemExit(f"error: {flag} must be in [1, 4096], got {v}")
+    if not 0 <= a.lora_rank <= 4096:
+        raise SystemExit(f"error: --lora-rank must be in [0, 4096], got {a.lora_rank}")
     import torch
 
     torch.set_num_threads(1)
@@ -75,4 +80,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from claw_lib.utils import script_main
+
+    sys.exit(script_main(main))

@@ -23,7 +23,7 @@ def step_seconds(hist):
         float(np.mean([h.get("timing/rollout_tokens", 0) for h in steps]))
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=16)
@@ -35,7 +35,7 @@ def main():
     from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown tables")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     out = report_path(a)
 
     from claw_lib.config import PPOConfig
@@ -72,8 +72,10 @@ def main():
             lines.append(f"| {s} | {k:.3f} | {r:.3f} | {k / r:.2f} | {tok_kit:.0f} | {tok_trl:.0f} |")
             print(lines[-1], flush=True)
     text = "\n".join(lines)
-    publish_report(text, out)
+    publish_report(text, out, a.force)
 
 
 if __name__ == "__main__":
-    main()
+    from claw_lib.utils import script_main
+
+    raise SystemExit(script_main(main))

@@ -99,7 +99,7 @@ def cli_lines(ps) -> list:
             f"| `claw align OUTPUT CORRECTION` (one pair) | {align:.2f} | {align - imports:.2f} s beyond the imports |"]
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
@@ -107,7 +107,9 @@ def main():
     from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown table")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    if not 1 <= a.pairs <= 100_000:  # BM07
+        raise SystemExit(f"error: --pairs must be in [1, 100000], got {a.pairs}")
     out = report_path(a)
 
     from claw_lib.alignment.encoders import load_encoder
@@ -153,8 +155,10 @@ def main():
     if not a.no_cli:
         lines += cli_lines(ps)
     text = "\n".join(lines)
-    publish_report(text, out)
+    publish_report(text, out, a.force)
 
 
 if __name__ == "__main__":
-    main()
+    from claw_lib.utils import script_main
+
+    raise SystemExit(script_main(main))

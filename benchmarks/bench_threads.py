@@ -42,6 +42,8 @@ def main(argv=None) -> int:
 
     add_report_args(ap, "the table")
     a = ap.parse_args(argv)
+    if not 2 <= a.steps <= 1000:  # the first step warms up and is not timed (BM05)
+        raise SystemExit(f"error: --steps must be in [2, 1000] (the first step is not timed), got {a.steps}")
     out = report_path(a)
     rows = {}
     for load in ("quiet", "one busy process"):
@@ -65,9 +67,11 @@ def main(argv=None) -> int:
         one, two = rows[(load, 1)], rows[(load, 2)]
         lines.append(f"| {load} | {one:.3f} | {two:.3f} | {two / one:.2f} |")
     text = "\n".join(lines) + "\n"
-    publish_report(text, out)
+    publish_report(text, out, a.force)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from claw_lib.utils import script_main
+
+    sys.exit(script_main(main))

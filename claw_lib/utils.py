@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file", "OutputFolder", "MARKER",
-           "is_stream", "add_report_args", "report_path"]
+           "script_main", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
 
 
 def cache_dir() -> Path:
@@ -113,22 +114,96 @@ class DeviceNotAvailableError(RuntimeError):
     """A device was asked for that this machine does not have (``device="cuda"`` without a GPU)."""
 
 
-#: paths written straight through, never replaced: the process's own streams
-_STREAM_PREFIXES = ("/proc/", "/dev/fd/", "/dev/std")
+#: the process's own streams and the null device: written straight through, never replaced, no --force needed
+_OWN_STREAM = re.compile(r"^/dev/(stdout|stderr|null|tty)$|^/dev/fd/\d+$|^/proc/(self|thread-self|{pid})/fd/\d+$")
+#: kernel interfaces: a path there is a process or kernel setting, never an output file
+_KERNEL = ("/proc/", "/sys/")
+
+
+def own_stream(path) -> bool:
+    """Whether ``path`` names one of the process's own streams by its spelling or by a chain of symlinks to
+    one: ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``, ``/proc/self/fd/N`` (or ``/proc/<this pid>/fd/N``),
+    and ``/dev/null`` / ``/dev/tty``. Only these are written through without ``--force``."""
+    pat = re.compile(_OWN_STREAM.pattern.replace("{pid}", str(os.getpid())))
+    p = os.path.abspath(str(path))
+    for _ in range(40):  # a chain of links (a loop ends here)
+        if pat.match(p):
+            return True
+        if not os.path.islink(p):
+            return False
+        p = os.path.abspath(os.path.join(os.path.dirname(p), os.readlink(p)))
+    return False
+
+
+def special_file(path) -> Optional[str]:
+    """Why ``path`` is no place for an output (a phrase), or None: a path under /proc or /sys, or a device,
+    by its name or through links, that is not one of the process's own streams (:func:`own_stream`).
+    ``/proc/sys/kernel/hostname`` is a kernel setting and ``/proc/self/comm`` the process's name: writing a
+    report there changes the system and keeps nothing."""
+    if own_stream(path):
+        return None
+    for p in (os.path.abspath(str(path)), os.path.realpath(str(path))):
+        if p.startswith(_KERNEL) or p in ("/proc", "/sys"):
+            return f"is under /{p.split('/')[1]}, a kernel interface, not a file"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a file (only /dev/stdout, /dev/stderr and /dev/null are written to)"
+    return None
 
 
 def is_stream(path) -> bool:
-    """Whether ``path`` is a stream rather than a file: a character device, FIFO or socket (followed through
-    symlinks), or a path under /proc, /dev/fd or /dev/std* (``/dev/stdout``). :func:`atomic_write` writes a
-    stream straight through instead of replacing it with a regular file."""
-    p = str(path)
-    if os.path.abspath(p).startswith(_STREAM_PREFIXES) or os.path.realpath(p).startswith(_STREAM_PREFIXES):
+    """Whether ``path`` is written straight through rather than replaced by a new file: one of the process's
+    own streams (:func:`own_stream`: ``/dev/stdout``, ``/proc/self/fd/N``, ``/dev/null``), or a FIFO or
+    socket (followed through symlinks). A path under /proc or /sys or another device is no stream but a
+    special file (:func:`special_file`), which no writer of the kit opens."""
+    if own_stream(path):
         return True
+    if special_file(path):
+        return False
     try:
-        mode = os.stat(p).st_mode
+        mode = os.stat(path).st_mode
     except OSError:
         return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def check_out_file(path, force: bool = False, inputs=(), what: str = "--out") -> Path:
+    """The one rule for an output file of every writer (the CLI's ``--out``/``--html``/``--png``, the report
+    scripts), checked before the work and again when written: refused (ValueError, one line naming ``what``)
+    when empty, a folder, one of ``inputs``, a special file (:func:`special_file`), in a folder that does not
+    exist or cannot be written, or an existing file unless ``force`` (a FIFO: ``--force`` writes into it).
+    The process's own streams (``/dev/stdout``) need no ``--force``."""
+    if path is None or str(path).strip() == "":
+        raise ValueError(f"{what} is empty; give a file name")
+    p = Path(path)
+    why = special_file(p)
+    if why:
+        raise ValueError(f"{what} {p} {why}; give a file name")
+    if p.is_dir():
+        raise ValueError(f"{what} {p} is a folder; give a file name")
+    if any(p.resolve() == Path(i).resolve() for i in inputs):
+        raise ValueError(f"{what} {p} is the input file; write the results to another file")
+    if own_stream(p):
+        return p
+    if (p.exists() or p.is_symlink()) and not force:
+        kind = " (a FIFO: --force writes into it, never replaces it)" if is_stream(p) else ""
+        raise ValueError(f"{what} {p} already exists{kind}; choose a new file or pass --force to replace it")
+    if is_stream(p):
+        return p
+    parent = Path(os.path.realpath(p)).parent if p.is_symlink() else (p.parent if str(p.parent) else Path("."))
+    if parent.exists() and not parent.is_dir():
+        raise ValueError(f"{what} {p}: {parent} is a file, not a folder")
+    if parent.exists():
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".claw-probe.", dir=parent)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise ValueError(f"{what} {p}: the folder {parent} cannot be written ({e.strerror})") from None
+    return p
 
 
 def _umask() -> int:
@@ -138,15 +213,22 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_write(path, mode: str = "w", encoding: Optional[str] = "utf-8", newline: Optional[str] = None):
+def atomic_write(path, mode: str = "w", encoding: Optional[str] = "utf-8", newline: Optional[str] = None,
+                 replace: bool = True):
     """Write ``path`` through a temporary file in the same folder, renamed over ``path`` only when
     the block finishes: a crash or Ctrl-C leaves the old file (or none), never half a file.
 
     A symlink is followed: its target is replaced and the link kept. A stream (:func:`is_stream`: a
-    FIFO, a character device, ``/dev/stdout``) is written straight through, never renamed over. A new
-    file gets the usual permissions (0666 minus the umask), a replaced one keeps its own."""
+    FIFO, ``/dev/stdout``, ``/dev/null``) is written straight through, never renamed over; a special file
+    (:func:`special_file`: anything under /proc or /sys, another device) is refused (ValueError) before
+    anything is written. ``replace=False`` never replaces a file: one that appeared meanwhile (after the
+    writer checked the path) is kept and FileExistsError raised. A new file gets the usual permissions
+    (0666 minus the umask), a replaced one keeps its own."""
     path = Path(path)
     kw = {} if "b" in mode else {"encoding": encoding, "newline": newline}
+    why = special_file(path)
+    if why:
+        raise ValueError(f"{path} {why}; nothing was written")
     if is_stream(path):
         with open(path, mode, **kw) as f:
             yield f
@@ -161,22 +243,64 @@ def atomic_write(path, mode: str = "w", encoding: Optional[str] = "utf-8", newli
         os.fchmod(fd, perm)
         with os.fdopen(fd, mode, **kw) as f:
             yield f
-        os.replace(tmp, target)
+        if replace:
+            os.replace(tmp, target)
+        else:
+            _place_new(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
 
 
-def publish_report(text: str, out=None) -> None:
+def _place_new(tmp: str, target: Path) -> None:
+    """Move ``tmp`` to ``target`` only if no file is there (a hard link fails on an existing name, atomically;
+    where the file system has no hard links, the name is checked just before the rename)."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise FileExistsError(f"{target} was created while the work ran; it is kept (pass --force to replace it)") \
+            from None
+    except OSError:
+        if os.path.lexists(target):
+            raise FileExistsError(f"{target} was created while the work ran; it is kept") from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
+
+
+def publish_report(text: str, out=None, force: bool = False) -> None:
     """Print a Markdown report and, with ``out`` (checked by :func:`check_new_file` before the long work),
-    write it there atomically, creating the folder, ending with exactly one newline (benchmarks, tools)."""
+    write it there atomically, creating the folder, ending with exactly one newline (benchmarks, tools).
+    The path is checked again at the write, and without ``force`` a file created meanwhile is never
+    replaced: a refusal exits with one line ("error: ...", exit code 1) after the report is printed."""
     print(text)
     if out is not None:
         out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(out) as f:
-            f.write(text if text.endswith("\n") else text + "\n")
+        try:
+            check_new_file(out, force)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_write(out, replace=force or is_stream(out)) as f:
+                f.write(text if text.endswith("\n") else text + "\n")
+        except (ValueError, FileExistsError) as e:
+            raise SystemExit(f"error: {e}") from None
+
+
+@contextlib.contextmanager
+def disk_errors(filename=None):
+    """Turn the I/O errors of libraries that do not raise OSError into OSError (errno and file named), so a full
+    disk is the one line every writer prints: safetensors' ``SafetensorError: Error while serializing: I/O
+    error: No space left on device (os error 28)`` (``save_pretrained``, ``save_file``; OP07, ST02)."""
+    try:
+        yield
+    except Exception as e:
+        if type(e).__name__ != "SafetensorError":
+            raise
+        m = re.search(r"os error (\d+)", str(e))
+        if m is None:
+            raise OSError(f"{e} ({filename})" if filename else str(e)) from e
+        code = int(m.group(1))
+        raise OSError(code, os.strerror(code), None if filename is None else str(filename)) from e
 
 
 class FolderLock:
@@ -191,7 +315,8 @@ class FolderLock:
         import fcntl
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.folder / ".lock", "w")
+        # never truncated: a .lock of the user's keeps its bytes (OutputFolder refuses a folder holding one)
+        self._f = os.fdopen(os.open(self.folder / ".lock", os.O_RDWR | os.O_CREAT, 0o666), "r+b")
         try:
             fcntl.flock(self._f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -211,14 +336,10 @@ class FolderBusyError(RuntimeError):
 
 
 def check_new_file(path, force: bool = False, what: str = "--out") -> Path:
-    """``path`` as a Path for a report about to be written, refusing (ValueError, one line) a folder, or an
-    existing file unless ``force``: check before the long work, write at the end with :func:`atomic_write`."""
-    p = Path(path)
-    if p.is_dir():
-        raise ValueError(f"{what} {p} is a folder; give a file name")
-    if p.exists() and not force:
-        raise ValueError(f"{what} {p} already exists; choose a new file or pass --force to replace it")
-    return p
+    """``path`` as a Path for a report about to be written (:func:`check_out_file`, the rule of every writer):
+    refusing (ValueError, one line) a folder, a special file, or an existing file unless ``force``; check
+    before the long work, write at the end with :func:`publish_report` (which checks again)."""
+    return check_out_file(path, force, what=what)
 
 
 def add_report_args(parser, what: str = "the Markdown report") -> None:
@@ -234,6 +355,18 @@ def report_path(args) -> Optional[Path]:
         return None if args.out is None else check_new_file(args.out, args.force)
     except ValueError as e:
         raise SystemExit(f"error: {e}") from None
+
+
+def script_main(main, argv=None) -> int:
+    """Run a script's ``main(argv)`` (the benchmarks, tools): a setting the library refuses (ValueError), a model
+    or a device that is not there, or a folder another run holds exits with that one line ("error: ...", exit
+    code 1) instead of a traceback (BM05, BM08, BM09)."""
+    from .models.loading import ModelNotAvailableError
+
+    try:
+        return main(argv) or 0
+    except (ValueError, ModelNotAvailableError, DeviceNotAvailableError, FolderBusyError) as e:
+        raise SystemExit(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
 def check_new_output(folder, force: bool = False, what: str = "output", marker: Optional[str] = None) -> Path:
@@ -253,11 +386,26 @@ def check_new_output(folder, force: bool = False, what: str = "output", marker: 
 #: the file that marks a folder as written by claw: ``{"claw": kind, "files": [names]}``
 MARKER = ".claw-run.json"
 _INTERNAL = (".lock", MARKER)
+#: the temporary file :func:`atomic_write` makes for ``<name>``: ``.<name>.<8 of mkstemp's characters>.tmp``
+_TEMP = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp$")
 
 
-def _stale_temp(name: str) -> bool:
-    """A temporary file :func:`atomic_write` leaves when killed (``.<name>.<random>.tmp``)."""
-    return name.startswith(".") and name.endswith(".tmp") and name.count(".") >= 3
+def _stale_temp(name: str, listed) -> bool:
+    """A temporary file a killed :func:`atomic_write` left for one of claw's files: the form atomic_write
+    creates, for a name the marker lists (recorded before the file is written) or the marker itself. A user's
+    ``.notes.v1.tmp`` is none (OP17)."""
+    m = _TEMP.match(name)
+    return bool(m) and (m["name"] in listed or m["name"] == MARKER)
+
+
+def _own_lock(folder: Path) -> bool:
+    """Whether ``folder/.lock`` is claw's lock: :class:`FolderLock` creates it empty and never writes to it,
+    so a ``.lock`` with bytes in it is the user's file (OP18, OP19) and the folder holds a file claw did not
+    write."""
+    try:
+        return os.lstat(folder / ".lock").st_size == 0 and not os.path.islink(folder / ".lock")
+    except OSError:
+        return True  # none there
 
 
 def _plain_name(x) -> bool:
@@ -309,7 +457,9 @@ class OutputFolder:
         self.marked_kind, self.listed, self.own, self.foreign = None, set(), set(), []
         if not p.exists():
             return
-        entries = {e for e in os.listdir(p) if e not in _INTERNAL and not _stale_temp(e)}
+        entries = set(os.listdir(p)) - {MARKER}
+        if _own_lock(p):
+            entries.discard(".lock")
         if (p / MARKER).exists():
             try:
                 m = json.loads((p / MARKER).read_text(encoding="utf-8"))
@@ -323,6 +473,7 @@ class OutputFolder:
             self.listed = set(self._legacy(p))
             if self.listed:
                 self.marked_kind = self.kind
+        entries = {e for e in entries if not _stale_temp(e, self.listed)}
         self.own = entries & self.listed
         self.foreign = sorted(entries - self.listed)
 
@@ -358,7 +509,7 @@ class OutputFolder:
             with FolderLock(self.path):
                 self._check(force)
                 for e in os.listdir(self.path):
-                    if _stale_temp(e):
+                    if _stale_temp(e, self.listed):
                         with contextlib.suppress(OSError):
                             os.unlink(self.path / e)
                 yield self

@@ -131,6 +131,13 @@ def main(argv=None) -> int:
     if a.steps < 1 or a.batch_size < 2:
         print("error: --steps must be >= 1 and --batch-size >= 2", file=sys.stderr)
         return 1
+    from claw_lib.utils import resolve_device
+
+    try:  # refused at once, not a report of failed runs (TL22)
+        resolve_device("cpu" if a.device.startswith("cuda") else a.device)
+    except ValueError as e:
+        print(f"error: --device: {e}", file=sys.stderr)
+        return 1
     import torch
 
     if a.device.startswith("cuda") and not torch.cuda.is_available():
@@ -170,7 +177,7 @@ def main(argv=None) -> int:
         "step s = rollout (sampling, log-probs, the user's replies) + scoring (judge, signals, teacher pass) + update;",
         "tokens = sampled response tokens; peak GiB = torch.cuda.max_memory_allocated during the run (CPU: peak RSS of",
         "the process so far); per-model defaults (models above 50M parameters: LoRA rank 16, bf16 where supported).", ""])
-    publish_report(text, a.out)
+    publish_report(text, a.out, a.force)
     return 1 if any("error" in r for r in rows) else 0
 
 

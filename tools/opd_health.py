@@ -35,7 +35,7 @@ def measure(users=("teacher", "student"), seeds=(0, 1, 2), steps=16) -> dict:
 
 
 def main(argv=None) -> int:
-    from claw_lib.utils import add_report_args, atomic_write, report_path
+    from claw_lib.utils import add_report_args, atomic_write, check_new_file, report_path
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_report_args(ap, "the measurements (JSON)")
@@ -46,8 +46,12 @@ def main(argv=None) -> int:
     if out is None:
         print(text)
     else:
-        with atomic_write(out) as f:
-            f.write(text)
+        try:  # checked again at the write: a file made meanwhile is kept (TL20)
+            check_new_file(out, a.force)
+            with atomic_write(out, replace=a.force) as f:
+                f.write(text)
+        except (ValueError, FileExistsError) as e:
+            raise SystemExit(f"error: {e}") from None
         print(f"wrote {out}")
     return 0
 

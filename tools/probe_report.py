@@ -92,7 +92,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_report_args(ap, "the report (Markdown)")
     a = ap.parse_args(argv)
-    publish_report(report(measure()), report_path(a))
+    out = report_path(a)  # refused at once, before minutes of measurement (TL13, TL14)
+    publish_report(report(measure()), out, a.force)
     return 0
 
 

@@ -29,10 +29,16 @@ def main(argv=None) -> int:
     if not a.force:
         print(f"error: this replaces ablation.md in {len(folders)} folder(s); pass --force", file=sys.stderr)
         return 1
+    failed = 0
     for f in folders:
-        rewrite_report(f)
+        try:
+            rewrite_report(f)
+        except (ValueError, OSError) as e:  # a folder the kit did not write, a malformed table: one line each
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
+            continue
         print(f"rewrote {f / 'ablation.md'}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

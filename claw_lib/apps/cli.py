@@ -130,10 +130,10 @@ def _cmd_align(a) -> int:
         from .explorer import heatmap_png, report_html
 
         if html is not None:
-            with atomic_write(html) as f:
+            with atomic_write(_file_out(html, a.force, what="--html"), replace=a.force) as f:
                 f.write(report_html(a.output, a.correction, a.strategy, RewardConfig(align=cfg), encoder=enc))
         if png is not None:
-            with atomic_write(png, "wb") as f:
+            with atomic_write(_file_out(png, a.force, what="--png"), "wb", replace=a.force) as f:
                 f.write(heatmap_png(ta))
     print(_json(ta.to_dict()) if a.json else ta.format_table())
     return 0
@@ -224,22 +224,18 @@ def _file_in(path: str) -> Path:
 
 
 def _file_out(path: str, force: bool, inputs=(), what: str = "--out") -> Path:
-    """An output file, checked before any work: not a folder, not an input, not an existing file unless
-    ``force``. The process's own streams (``/dev/stdout``, ``/proc/self/fd/N``) and character devices
-    (``/dev/null``) need no --force: they are written through, never replaced (``atomic_write``)."""
-    import stat
-
-    from ..utils import is_stream
+    """An output file, checked before any work and again when written, by the rule of every writer
+    (:func:`claw_lib.utils.check_out_file`): not a folder, not an input, not a special file (anything under
+    /proc or /sys but the process's own streams, a device), not an existing file unless ``force``, in a
+    folder that exists and can be written. ``/dev/stdout``, ``/proc/self/fd/N`` and ``/dev/null`` need no
+    --force: they are written through, never replaced (``atomic_write``)."""
+    from ..utils import check_out_file
 
     p = Path(path)
-    if p.is_dir():
-        raise CLIError(f"{what} {p} is a folder; give a file name")
-    if any(p.resolve() == Path(i).resolve() for i in inputs):
-        raise CLIError(f"{what} {p} is the input file; write the results to another file")
-    through = is_stream(p) and (not p.exists() or stat.S_ISCHR(os.stat(p).st_mode) or
-                                os.path.abspath(p).startswith(("/dev/std", "/dev/fd/", "/proc/")))
-    if p.exists() and not force and not through:
-        raise CLIError(f"{what} {p} already exists; choose a new file or pass --force to replace it")
+    try:
+        check_out_file(p, force, inputs, what)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     if not p.parent.exists():
         raise CLIError(f"{what} {p}: the folder {p.parent} does not exist")
     return p
@@ -306,7 +302,7 @@ def _write_jsonl(entries: list, fn, in_path: str, out_path: Optional[str], force
     if target is None:
         sys.stdout.write("".join(ln + "\n" for ln in lines))
     else:
-        with atomic_write(target) as f:
+        with atomic_write(target, replace=force) as f:  # a file made meanwhile is kept without --force
             f.write("".join(ln + "\n" for ln in lines))
     if failed:
         print(f"claw {desc}: {failed} of {len(entries)} lines failed; their output lines hold the error and the line "

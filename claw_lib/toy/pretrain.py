@@ -228,8 +228,15 @@ def _pretrain(cfg: PretrainConfig, folder, progress: bool, evaluate: bool) -> di
         where = out.resolve()  # "." has no name: the temporary folder goes beside the real one
         tmp = where.parent / f".{where.name}.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(tmp, safe_serialization=True)
-        tok.save_pretrained(tmp)
+        from ..utils import disk_errors
+
+        try:
+            with disk_errors(tmp / "model.safetensors"):  # a full disk is OSError, one line (OP07)
+                model.save_pretrained(tmp, safe_serialization=True)
+            tok.save_pretrained(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         manifest = {
             "what": "claw-kit tiny GPT-2 trained on the fact world (claw_lib.pretrain)",
             "seed": cfg.seed,
