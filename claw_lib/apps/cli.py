@@ -657,6 +657,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check the checkpoint in --out against its manifest and evaluate it again; with --force, write "
                         "the evaluation (and the files' current hashes) into its manifest")
     p.set_defaults(func=_cmd_pretrain)
+    from .serve_cli import add_serve_parser, add_simulate_parser
+
+    add_serve_parser(sub)
+    add_simulate_parser(sub)
     return parser
 
 

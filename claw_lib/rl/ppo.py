@@ -230,7 +230,7 @@ class Scorer:
 @dataclass
 class Signals:
     """Stage 2's output: token_signal (B, T) float and mask (B, T) bool on the policy's device;
-    hints: the accepted hint per turn (None: no OPD sample); teacher_batch: ``opd_kl`` only, the
+    hints: the accepted hint per turn (None: no OPD sample); teacher_batch: ``opd_kl`` and the v2 hybrid, the
     teacher prompts packed with the same responses; metrics: their ``reward/*`` and ``opd/*``."""
 
     token_signal: torch.Tensor
@@ -238,6 +238,9 @@ class Signals:
     hints: List[Optional[str]]
     teacher_batch: Optional[Batch] = None
     metrics: Dict[str, float] = field(default_factory=dict)
+    judged: Optional[list] = None
+    """Binary RL, OPD and combined: each turn's :class:`~claw_lib.signals.opd.TurnSignal` (score, votes, hint votes,
+    the chosen hint), which the live server records; None for the token-reward strategies"""
 
 
 def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
@@ -273,8 +276,7 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     if cfg.opd.hint_selection == "overlap" and strategy in ("opd", "combined", "opd_kl"):
         sigs = _choose_hints_by_overlap(ro, sigs, cfg, scorer)
     hinted = [b for b, s in enumerate(sigs) if s.hint] if strategy in ("opd", "combined", "opd_kl") else []
-    teacher_ids = {b: encode(tok, teacher_prompt(ro.tasks[b].fact.question(), sigs[b].hint, ro.tasks[b].fact.lang,
-                                                 tokenizer=tok, form=ro.tasks[b].form)) for b in hinted}
+    teacher_ids = {b: encode(tok, task_teacher_prompt(ro.tasks[b], sigs[b].hint, tok)) for b in hinted}
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
                                                 temperature=cfg.temperature)[0])) if hinted else {}
@@ -299,7 +301,17 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
         dev = ro.batch.input_ids.device
         teacher_batch = pack([teacher_ids.get(b, p) for b, p in enumerate(ro.prompt_ids)], ro.response_ids,
                              tok.pad_token_id).to(dev)
-    return rows, [s.hint for s in sigs], teacher_batch, _opd_health(teacher_lps, old)
+    return rows, sigs, teacher_batch, _opd_health(teacher_lps, old)
+
+
+def task_teacher_prompt(task, hint: str, tokenizer) -> str:
+    """The hinted teacher's prompt for ``task``: the task's own ``teacher_prompt(hint, tokenizer)`` where it has one
+    (a turn served by the live server: its messages with the hint appended, :class:`~claw_lib.serve.engine.ServedTask`),
+    else the question of its fact in the task's prompt form (:func:`~claw_lib.prompts.teacher_prompt`)."""
+    own = getattr(task, "teacher_prompt", None)
+    if own is not None:
+        return own(hint, tokenizer)
+    return teacher_prompt(task.fact.question(), hint, task.fact.lang, tokenizer=tokenizer, form=task.form)
 
 
 @torch.no_grad()
@@ -319,8 +331,7 @@ def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     tok, dev, k = scorer.tokenizer, ro.batch.input_ids.device, o.selection_k
     s_top = _rollout_topk(ro, k)[0][torch.as_tensor(multi, device=dev)]                           # (n, T, k)
     pairs = [(b, h) for b in multi for h in cands[b]]
-    t_ids = [encode(tok, teacher_prompt(ro.tasks[b].fact.question(), h, ro.tasks[b].fact.lang, tokenizer=tok,
-                                        form=ro.tasks[b].form)) for b, h in pairs]
+    t_ids = [encode(tok, task_teacher_prompt(ro.tasks[b], h, tok)) for b, h in pairs]
     tb = pack(t_ids, [ro.response_ids[b] for b, _ in pairs], tok.pad_token_id).to(dev)
     t_top = gather_positions(scorer.teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
                              tb.logit_index).topk(k, -1).indices                                  # (sum M, T', k)
@@ -381,9 +392,11 @@ def _opd_health(teacher_lps: Dict[int, np.ndarray], old: Optional[np.ndarray]) -
 def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
     """Stage 2: the strategy's per-token signal and mask for every response (shapes (B, T))."""
     if cfg.strategy in TOKEN_REWARD_STRATEGIES:
-        rows, hints, teacher_batch, health = _token_reward_rows(ro, cfg, scorer), [None] * len(ro.tasks), None, {}
+        rows, judged, teacher_batch, health = _token_reward_rows(ro, cfg, scorer), None, None, {}
+        hints = [None] * len(ro.tasks)
     else:
-        rows, hints, teacher_batch, health = _openclaw_rows(ro, cfg, scorer)
+        rows, judged, teacher_batch, health = _openclaw_rows(ro, cfg, scorer)
+        hints = [s.hint for s in judged]
     rmask = ro.batch.response_mask
     A = torch.zeros(rmask.shape, device=rmask.device)
     M = torch.zeros(rmask.shape, dtype=torch.bool, device=rmask.device)
@@ -397,7 +410,7 @@ def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
                "reward/token_std": float(v.std()) if v.numel() > 1 else 0.0,
                "reward/positive_share": float((v > 0).float().mean()) if v.numel() else 0.0,
                "reward/negative_share": float((v < 0).float().mean()) if v.numel() else 0.0, **health}
-    return Signals(A, M, hints, teacher_batch, metrics)
+    return Signals(A, M, hints, teacher_batch, metrics, judged)
 
 
 # --------------------------------------------------------------------------- 3. advantages
@@ -624,7 +637,7 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     if msg:
         warnings.warn(msg, UserWarning, stacklevel=3)
     if cfg.lora_rank and adapters:
-        add_lora(policy, cfg.lora_rank)
+        add_lora(policy, cfg.lora_rank, seed=cfg.seed)  # drawn from the run's seed: the same run repeats (LR01)
         return cfg, (AdapterDisabled(policy) if reference else None)
     return cfg, (frozen_teacher(policy) if reference and needs_reference(cfg) else None)
 
@@ -651,6 +664,12 @@ def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
     with torch.no_grad():
         total = torch.stack([p.detach().float().abs().sum().cpu() for p in params]).sum()
     if not torch.isfinite(total):
+        if any(p.dtype == torch.float16 for p in params if p.requires_grad):  # the cause, not the defaults (DT01)
+            e = TrainingDivergedError(
+                f"the policy's weights became NaN or inf in the update of step {step} with dtype float16 (the kit "
+                "trains without loss scaling, so float16 updates overflow): train with dtype float32 or bfloat16")
+            e.settings = ("dtype",)
+            raise e
         raise TrainingDivergedError(
             f"the policy's weights became NaN or inf in the update of step {step} (lr {cfg.lr:g}, loss.kl_coef "
             f"{cfg.loss.kl_coef:g}, opd.w_rl_negative {cfg.opd.w_rl_negative}): lower the learning rate or the loss "
@@ -720,7 +739,9 @@ class _Run:
         if ck is not None:
             path = out / "checkpoint.pt"
             try:
-                policy.load_state_dict(ck["model"], strict=not cfg.lora_rank)  # adapters: the base is the model on disk
+                if cfg.lora_rank:  # adapters: the base is the model on disk, the checkpoint must hold every adapter
+                    _check_adapter_keys(policy, ck["model"])
+                policy.load_state_dict(ck["model"], strict=not cfg.lora_rank)
                 opt.load_state_dict(ck["opt"])
                 if vhead is not None:
                     vhead.load_state_dict(ck["vhead"])
@@ -769,6 +790,17 @@ class _Run:
                     f"no space left writing {self.out / 'checkpoint.pt'} (the disk is full or a file size limit such as "
                     f"`ulimit -f` was reached: {type(e).__name__}); {kept}") from None
             self.saved_step = step
+
+
+def _check_adapter_keys(policy, state) -> None:
+    """Refuse (ValueError) a LoRA checkpoint whose weights are not exactly the policy's adapters: loaded with
+    ``strict=False``, it would go on with fresh random adapters under the old history (LR06)."""
+    from ..models.lora import trainable_state_dict
+
+    want, got = set(trainable_state_dict(policy)), set(state) if isinstance(state, dict) else set()
+    if want != got:
+        raise ValueError(f"\nit holds {len(want & got)} of the run's {len(want)} adapter weights"
+                         + (f" and {len(got - want)} others" if got - want else ""))
 
 
 class CheckpointWriteError(OSError):

@@ -1,0 +1,98 @@
+"""``claw serve`` and ``claw simulate``: the live system's commands (docs/serve.md, notebook 14).
+
+The training options are the ones ``claw train`` takes, read from the same config tree (defaults, help and
+ranges from :class:`~claw_lib.config.PPOConfig`); the serving options from
+:class:`~claw_lib.serve.config.ServeConfig`.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..config import field_docs, override
+
+__all__ = ["add_serve_parser", "add_simulate_parser"]
+
+#: ``claw serve`` training options: flag -> the PPOConfig setting (a subset of ``claw train``'s)
+SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", "--temperature", "--max-new-tokens",
+                     "--device", "--dtype", "--lora-rank", "--w-rl-negative", "--opd-clip", "--threads")
+#: ``claw serve`` serving options: flag -> ServeConfig field
+SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
+               "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",
+               "--max-message-chars": "max_message_chars", "--max-tokens-limit": "max_tokens_limit"}
+
+
+def add_serve_parser(sub) -> None:
+    """The ``serve`` subcommand on the ``claw`` parser's subparsers ``sub``."""
+    from ..serve.config import CONTEXTS, SERVE_STRATEGIES, ServeConfig, _default_ppo
+    from .cli import TRAIN_FLAGS, _add_train_args, _number
+
+    p = sub.add_parser("serve", help="serve the policy over OpenAI's chat API and learn from each session's next "
+                                     "message (the live system)")
+    tmp = argparse.ArgumentParser(add_help=False)
+    _add_train_args(tmp)  # the same flags, defaults and help as claw train; the subset below is kept
+    for action in tmp._actions:
+        if action.option_strings and action.option_strings[0] in SERVE_TRAIN_FLAGS:
+            p._add_action(action)
+    base = _default_ppo()
+    p.set_defaults(**{TRAIN_FLAGS["--strategy"]: base.strategy, TRAIN_FLAGS["--batch-size"]: base.batch_size})
+    for action in p._actions:
+        if action.dest == "strategy":
+            action.choices = SERVE_STRATEGIES
+            action.help = f"the training signal: one of {', '.join(SERVE_STRATEGIES)} (default: {base.strategy})"
+        if action.dest == "batch_size":
+            action.help = f"scored samples per update (default: {base.batch_size})"
+    docs, d = field_docs(ServeConfig), ServeConfig()
+    kinds = {"tis_cap": _number(float, 0), "session_timeout_s": _number(float, 0, lo_open=True),
+             "train_delay_s": _number(float, 0), "max_message_chars": _number(int, 1, 1_000_000),
+             "max_tokens_limit": _number(int, 1, 100_000)}
+    for flag, name in SERVE_FLAGS.items():
+        p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
+                       choices=CONTEXTS if name == "context" else None,
+                       help=f"{docs.get(name, '')} (default: {getattr(d, name)!r})".replace("%", "%%"))
+    p.add_argument("--no-train", action="store_true", help="serve and judge only, never update the weights")
+    p.add_argument("--out", default=None, help="run folder for every record (turns, judge and OPD records, samples, "
+                                               "metrics, checkpoint); the same command resumes it")
+    p.add_argument("--force", action="store_true", help="start over in --out (only the files claw wrote there)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=_number(int, 0, 65535), default=8000, help="port (0: a free one; default 8000)")
+    p.set_defaults(func=_cmd_serve)
+
+
+def serve_config(a):
+    """The ServeConfig of parsed ``claw serve`` arguments (checked: one-line ValueError naming the flag)."""
+    from ..serve.config import ServeConfig, _default_ppo, check_serve_config
+    from .cli import TRAIN_FLAGS
+
+    paths = {TRAIN_FLAGS[f]: getattr(a, TRAIN_FLAGS[f]) for f in SERVE_TRAIN_FLAGS}
+    ppo = override(_default_ppo(), paths)
+    cfg = ServeConfig(ppo=ppo, train=not a.no_train, **{name: getattr(a, name) for name in SERVE_FLAGS.values()})
+    try:
+        return check_serve_config(cfg)
+    except ValueError as e:
+        msg = str(e)
+        for flag in SERVE_TRAIN_FLAGS:
+            if msg.startswith(TRAIN_FLAGS[flag] + " "):
+                msg = flag + msg[len(TRAIN_FLAGS[flag]):]
+        for flag, name in SERVE_FLAGS.items():
+            if msg.startswith(name + " "):
+                msg = flag + msg[len(name):]
+        raise ValueError(msg) from None
+
+
+def _cmd_serve(a) -> int:
+    from ..serve.server import serve_forever
+
+    if a.out is not None and not str(a.out).strip():
+        raise ValueError("--out is empty; give a folder (or leave --out out: records stay in memory)")
+    return serve_forever(serve_config(a), a.host, a.port, out=a.out, force=a.force)
+
+
+def add_simulate_parser(sub) -> None:
+    """The ``simulate`` subcommand: the simulated users drive a running server (claw_lib.serve.simulate)."""
+    from ..serve import simulate
+
+    p = sub.add_parser("simulate", help="drive a claw serve (or any OpenAI-compatible) server with the simulated "
+                                        "users, several turns a session, through the openai client")
+    simulate.add_arguments(p)
+    p.set_defaults(func=simulate.run_from_args)
+

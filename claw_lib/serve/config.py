@@ -1,0 +1,114 @@
+"""The live server's settings (``claw serve``; notebook 14).
+
+One dataclass, nested like the rest of the kit: what training does is a :class:`~claw_lib.config.PPOConfig`
+(``ppo``: strategy, model, learning rate, sampling temperature, the OPD and loss settings), the same tree
+``claw train`` reads; the fields here say how the server runs it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..config import PPOConfig
+
+__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config"]
+
+#: the strategies the live server trains: the ones whose signal comes from the next state alone
+SERVE_STRATEGIES = ("binary_rl", "opd", "combined")
+#: what the policy reads of a conversation: "last" (the last user or tool message, in the kit's prompt form: the
+#: tiny GPT was pre-trained on single turns), "all" (every message through the tokenizer's chat template), "auto"
+#: ("all" when the tokenizer has a chat template, else "last")
+CONTEXTS = ("auto", "last", "all")
+
+
+def _default_ppo() -> PPOConfig:
+    return PPOConfig(strategy="combined", batch_size=4, progress=False)
+
+
+@dataclass
+class ServeConfig:
+    """How ``claw serve`` serves, judges and trains (defaults: the tiny GPT on a laptop CPU)."""
+
+    ppo: PPOConfig = field(default_factory=_default_ppo)
+    """the training settings (``ppo.batch_size``: scored samples per update; ``ppo.strategy``: one of
+    SERVE_STRATEGIES; ``ppo.temperature``: the default sampling temperature of served answers)"""
+    train: bool = True
+    """run the trainer loop; False: serve and judge only (the baseline of benchmarks/bench_serve.py)"""
+    judge: str = "rule"
+    """the next-state judge: "rule" (the toy world's rule judge), a local instruct model (name or path), or an
+    OpenAI-compatible URL (http://... serving /v1/chat/completions)"""
+    judge_model: str = ""
+    """the model name sent to a judge URL (empty: the first model its /v1/models lists)"""
+    context: str = "auto"
+    """what the policy reads of a conversation: one of CONTEXTS"""
+    tis_cap: float = 2.0
+    """truncated importance sampling: each token's weight is min(exp(log pi_old - log pi_serve), tis_cap), the
+    correction for the serving weights' lag behind the trainer's (slime's TIS; 0 turns it off)"""
+    session_timeout_s: float = 600.0
+    """a session silent for longer than this gives no sample for its open turn"""
+    max_message_chars: int = 4000
+    """longest message accepted (HTTP 413 beyond)"""
+    max_tokens_limit: int = 256
+    """largest ``max_tokens`` a request may ask for"""
+    train_delay_s: float = 0.0
+    """seconds the trainer waits after each update (0: none; for demonstrations of the lag)"""
+
+
+def check_serve_config(cfg: ServeConfig) -> ServeConfig:
+    """The library refuses what the command line refuses: a one-line ValueError naming the setting."""
+    from ..config import validate
+
+    if cfg.ppo.strategy not in SERVE_STRATEGIES:
+        raise ValueError(f"the live server trains strategy one of {SERVE_STRATEGIES}, got {cfg.ppo.strategy!r}")
+    if cfg.context not in CONTEXTS:
+        raise ValueError(f"context must be one of {CONTEXTS}, got {cfg.context!r}")
+    for name, lo in (("tis_cap", 0.0), ("session_timeout_s", 1e-3), ("train_delay_s", 0.0)):
+        v = getattr(cfg, name)
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
+            raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
+    for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000)):
+        v = getattr(cfg, name)
+        if not (isinstance(v, int) and lo <= v <= hi):
+            raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
+    p = cfg.ppo
+    unsupported = [(p.advantage in ("grpo", "gae"), f"advantage {p.advantage!r} (the server knows the judge's vote, not "
+                    "the user's own score, and keeps no value head; use 'direct' or 'whiten')"),
+                   (bool(p.loss.kl_coef), "loss.kl_coef > 0 (the server keeps no reference log-probs)"),
+                   (p.loss.distill == "topk_clipped", "loss.distill 'topk_clipped' (the rollout keeps no top-k ids)"),
+                   (p.opd.hint_selection == "overlap", "opd.hint_selection 'overlap' (the rollout keeps no top-k ids)")]
+    for bad, what in unsupported:
+        if bad:
+            raise ValueError(f"the live server does not support {what}")
+    if not cfg.judge.strip():
+        raise ValueError("judge must be 'rule', a model name or path, or an http(s):// URL")
+    validate(cfg.ppo)
+    return cfg
+
+
+def serve_config_dict(cfg: ServeConfig) -> dict:
+    """The settings as JSON (config.json of the run folder)."""
+    return dataclasses.asdict(cfg)
+
+
+def serve_config_from_dict(d: dict) -> ServeConfig:
+    """The inverse of :func:`serve_config_dict` (unknown fields: TypeError)."""
+    from ..rl.ppo import _config_from_dict
+
+    return ServeConfig(**{**d, "ppo": _config_from_dict(d["ppo"])})
+
+
+#: settings a resumed run may change (they do not change what is trained)
+RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars")
+
+
+def differing(saved: ServeConfig, new: ServeConfig) -> Optional[str]:
+    """A one-line list of the settings in which two runs differ (the resumable ones aside), or None."""
+    from ..config import flatten
+
+    a = {**flatten(saved.ppo), **{k: v for k, v in serve_config_dict(saved).items() if k != "ppo"}}
+    b = {**flatten(new.ppo), **{k: v for k, v in serve_config_dict(new).items() if k != "ppo"}}
+    skip = set(RESUMABLE) | {"progress", "device", "steps"}
+    diff = [f"{k} {a.get(k)!r} (saved) vs {b[k]!r}" for k in b if k not in skip and a.get(k) != b[k]]
+    return "; ".join(diff[:4]) if diff else None

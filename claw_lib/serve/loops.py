@@ -1,0 +1,250 @@
+"""The judge loop and the trainer loop of the live server: threads over :class:`~claw_lib.serve.system.LiveSystem`.
+
+Both reuse the kit's stages (:mod:`claw_lib.rl.ppo`) on samples that arrive one turn at a time:
+
+* the **judge** makes a one-turn :class:`~claw_lib.rl.ppo.Rollout` of a turn with its next state (the rollout
+  log-probs are the serving weights', recorded when the turn was served) and runs stage 2,
+  :func:`~claw_lib.rl.ppo.compute_signals`: the judge's votes, the hint and the hinted teacher's log-probs,
+  giving one signal per response token and the loss mask (empty: the turn is excluded);
+* the **trainer** waits for ``batch_size`` scored samples, packs them into one rollout, recomputes their
+  log-probs under the trainer's weights (pi_old of the update), weights each token by the truncated importance
+  ratio min(exp(log pi_old - log pi_serve), C) (the serving weights lag behind: slime's TIS), and runs stages 3
+  and 4 (:func:`~claw_lib.rl.ppo.compute_advantages`, :func:`~claw_lib.rl.ppo.ppo_update`); then checkpoint,
+  swap the weights into the server as version v+1, record.
+
+A diverged update (NaN weights) stops training, not serving: the server keeps the last good version and its
+status says why.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Dict, List
+
+import numpy as np
+import torch
+
+from .sessions import Turn
+
+__all__ = ["JudgeLoop", "TrainerLoop", "turn_rollout", "tis_weights"]
+
+
+def turn_rollout(turns: List[Turn], engine, with_feedback: bool = True):
+    """The kit's :class:`~claw_lib.rl.ppo.Rollout` of served turns: their prompts and responses packed on the
+    model's device, ``logprobs`` = the rollout log-probs recorded at serving time (B, T), the next states as
+    :class:`~claw_lib.toy.users.Feedback` (score 0: the server does not know the user's own score)."""
+    from ..models.lm import pack
+    from ..rl.ppo import Rollout
+    from ..toy.users import Feedback
+    from .engine import ServedTask
+
+    tok = engine.tokenizer
+    batch = pack([t.prompt_ids for t in turns], [t.response_ids for t in turns], tok.pad_token_id).to(engine.device)
+    lps = torch.zeros(batch.response_mask.shape, device=engine.device)
+    for b, t in enumerate(turns):
+        lps[b, :len(t.rollout_log_probs)] = torch.as_tensor(t.rollout_log_probs)
+    tasks = [ServedTask(t.prompt_text, t.question, t.lang,
+                        messages=t.messages if engine.chat else None) for t in turns]
+    fb = [Feedback(t.next_state or "", 0.0, "served", role=t.next_role or "user") for t in turns] if with_feedback else []
+    return Rollout(tasks, [t.prompt_ids for t in turns], [t.response_ids for t in turns],
+                   [t.response_text for t in turns], batch, lps, None, fb)
+
+
+def tis_weights(old: torch.Tensor, served: torch.Tensor, mask: torch.Tensor, cap: float):
+    """Truncated importance weights of the lag: w_t = min(exp(old_t - served_t), cap) on the mask, 1 elsewhere
+    (cap 0: all 1). old, served: (B, T) log-probs (nats); mask: (B, T) bool. Returns (w, metrics)."""
+    diff = (old - served).masked_fill(~mask, 0.0)
+    if not cap:
+        return torch.ones_like(old), {"tis/rollout_logprob_abs_diff": float(diff.abs()[mask].mean()) if mask.any() else 0.0}
+    raw = torch.exp(diff)
+    w = raw.clamp(max=cap).masked_fill(~mask, 1.0)
+    m = {"tis/rollout_logprob_abs_diff": float(diff.abs()[mask].mean()) if mask.any() else 0.0,
+         "tis/weight_mean": float(w[mask].mean()) if mask.any() else 1.0,
+         "tis/clipped_share": float((raw[mask] > cap).float().mean()) if mask.any() else 0.0}
+    return w, m
+
+
+class _Loop(threading.Thread):
+    def __init__(self, system, name: str):
+        super().__init__(name=name, daemon=True)
+        self.system = system
+        self.stopping = threading.Event()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self.system.cond:
+            self.system.cond.notify_all()
+
+
+class JudgeLoop(_Loop):
+    """Takes turns with a next state from the judge queue, one at a time; also closes timed-out sessions."""
+
+    def __init__(self, system):
+        super().__init__(system, "claw-judge")
+        from ..rl.ppo import Scorer
+
+        self.scorer = Scorer(system.engine.tokenizer, teacher=system.engine.teacher, judge=make_judge(system.cfg))
+
+    def run(self) -> None:
+        s = self.system
+        while not self.stopping.is_set():
+            s.expire_sessions()
+            try:
+                key = s.judge_queue.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self.judge(key)
+            except Exception as e:  # a judge that fails leaves the turn without a sample, and says why
+                with s.cond:
+                    t = s.turns[key]
+                    t.status, t.hint = "excluded", None
+                s.log("samples.jsonl", {"session_id": t.session_id, "turn": t.turn, "status": "excluded",
+                                        "error": f"{type(e).__name__}: {str(e)[:200]}"})
+
+    def judge(self, key: str) -> None:
+        """Stage 2 on one turn; the sample record first (the commit point), then the PRM / OPD records."""
+        from ..rl.ppo import compute_signals
+
+        s = self.system
+        t = s.turns[key]
+        t0 = time.time()
+        ro = turn_rollout([t], s.engine)
+        sig = compute_signals(ro, s.ppo, self.scorer)
+        n = len(t.response_ids)
+        signal = [float(x) for x in sig.token_signal[0, :n].cpu()]
+        mask = [bool(x) for x in sig.mask[0, :n].cpu()]
+        rec = sample_record(t, sig.judged[0], signal, mask, s.ppo.strategy)
+        s.log("samples.jsonl", rec)
+        with s.cond:
+            apply_sample(s, t, rec)
+            s.cond.notify_all()
+        for name, r in upstream_records(rec).items():
+            s.log(name, r)
+        s.event("judged", t0, time.time(), session_id=t.session_id, turn=t.turn, version=t.policy_version)
+
+
+def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strategy: str) -> dict:
+    """A judged turn as ``samples.jsonl`` holds it: everything the PRM and OPD records and the trainer need."""
+    return {"session_id": t.session_id, "turn": t.turn, "policy_version": t.policy_version,
+            "status": "scored" if any(mask) else "excluded", "score": int(judged.score),
+            "votes": [v.score for v in judged.votes], "representative_eval": judged.votes[0].text if judged.votes else "",
+            "hint": judged.hint, "hint_votes": [{"vote_id": k, "score": 1 if v.positive else -1, "hint": v.hint,
+                                                 "raw": v.text} for k, v in enumerate(judged.hint_votes)],
+            "teacher_logprob_len": len(signal) if judged.hint and strategy in ("opd", "combined") else 0,
+            "signal": signal, "mask": mask, "strategy": strategy}
+
+
+def upstream_records(rec: dict) -> Dict[str, dict]:
+    """The PRM and OPD records of a sample in upstream's shapes (openclaw-system.md)."""
+    key = {"session_id": rec["session_id"], "turn": rec["turn"]}
+    out = {"prm.jsonl": {**key, "score": rec["score"], "votes": rec["votes"],
+                         "representative_eval": rec["representative_eval"]}}
+    if rec["strategy"] in ("opd", "combined"):
+        out["opd.jsonl"] = {**key, "accepted": rec["hint"] is not None, "hint": rec["hint"],
+                            "hint_len": len(rec["hint"] or ""), "votes": rec["hint_votes"],
+                            "teacher_logprob_len": rec["teacher_logprob_len"]}
+    return out
+
+
+def apply_sample(system, t: Turn, rec: dict) -> None:
+    """A sample record into the in-memory state (live, and on resume): the turn's fields and the buffer."""
+    t.score, t.votes, t.hint = rec.get("score"), rec.get("votes", []), rec.get("hint")
+    t.signal, t.mask = rec.get("signal"), rec.get("mask")
+    t.status = rec["status"]
+    if t.status == "scored":
+        system.buffer.append(t.key)
+
+
+def make_judge(cfg):
+    """The next-state judge of ``cfg.judge``: None (the rule judge of :func:`~claw_lib.signals.opd.judge_turn`),
+    a local instruct model (:class:`~claw_lib.signals.judges.LLMJudge`) or an OpenAI-compatible URL
+    (:class:`~claw_lib.serve.remote_judge.RemoteJudge`)."""
+    if cfg.judge == "rule":
+        return None
+    if cfg.judge.startswith(("http://", "https://")):
+        from .remote_judge import RemoteJudge
+
+        return RemoteJudge(cfg.judge, model=cfg.judge_model, m=cfg.ppo.opd.m)
+    from ..models.lm import load_causal_lm
+    from ..signals.judges import LLMJudge
+
+    model, tok = load_causal_lm(cfg.judge, device=cfg.ppo.device)
+    return LLMJudge(model, tok, m=cfg.ppo.opd.m, max_new_tokens=512, seed=cfg.ppo.seed)
+
+
+class TrainerLoop(_Loop):
+    """Waits for ``batch_size`` scored samples, trains on them, swaps the new weights into the server."""
+
+    def __init__(self, system):
+        super().__init__(system, "claw-trainer")
+        params = [p for p in system.engine.trainer.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=system.ppo.lr, weight_decay=0.0)
+        if system.ckpt is not None and "opt" in system.ckpt:
+            self.optimizer.load_state_dict(system.ckpt["opt"])
+
+    def run(self) -> None:
+        s = self.system
+        B = s.ppo.batch_size
+        while not self.stopping.is_set():
+            with s.cond:
+                while len(s.buffer) < B and not self.stopping.is_set():
+                    s.cond.wait(timeout=0.5)
+                if self.stopping.is_set():
+                    return
+                keys = s.buffer[:B]
+            try:
+                self.update(keys)
+            except Exception as e:  # diverged (or broke): training stops, serving goes on with the last weights
+                from ..rl.ppo import TrainingDivergedError
+
+                with s.cond:
+                    s.stopped_reason = str(e).splitlines()[0] if isinstance(e, TrainingDivergedError) else \
+                        f"the update failed: {type(e).__name__}: {str(e)[:200]}"
+                return
+            if s.cfg.train_delay_s:
+                self.stopping.wait(s.cfg.train_delay_s)
+
+    def update(self, keys: List[str]) -> None:
+        """Stages 3 and 4 on the samples ``keys``, then checkpoint, swap, record (in that order)."""
+        s = self.system
+        t0 = time.time()
+        turns = [s.turns[k] for k in keys]
+        version = s.engine.version
+        ro, sig, adv, extra = self.prepare(turns)
+        from ..rl.ppo import _check_finite, ppo_update
+
+        stats = ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
+        _check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
+        new = version + 1
+        stale = [version - t.policy_version for t in turns]
+        row = {"version": new, "samples": len(turns), "staleness_mean": float(np.mean(stale)),
+               "staleness_max": int(max(stale)), "judge/score_mean": float(np.mean([t.score or 0 for t in turns])),
+               **extra, **adv.metrics, **stats, "timing/update_s": time.time() - t0}
+        from .resume import commit_update
+
+        commit_update(s, self.optimizer, keys, new, row)
+        s.event("trained", t0, time.time(), session_id=None, turn=None, version=new, samples=len(keys))
+
+    def prepare(self, turns: List[Turn]):
+        """The rollout, the stored signals, and the advantages weighted by the truncated importance ratio."""
+        from ..models.lm import logprobs_from_batch
+        from ..rl.ppo import Signals, compute_advantages
+
+        s = self.system
+        ro = turn_rollout(turns, s.engine, with_feedback=False)
+        served = ro.logprobs
+        with torch.no_grad():
+            ro.logprobs = logprobs_from_batch(s.engine.trainer, ro.batch, temperature=s.ppo.temperature)  # pi_old
+        A = torch.zeros_like(served)
+        M = torch.zeros(served.shape, dtype=torch.bool, device=served.device)
+        for b, t in enumerate(turns):
+            A[b, :len(t.signal)] = torch.as_tensor(t.signal, device=served.device)
+            M[b, :len(t.mask)] = torch.as_tensor(t.mask, device=served.device)
+        M &= ro.batch.response_mask
+        sig = Signals(A, M, [t.hint for t in turns])
+        adv = compute_advantages(ro, sig, s.ppo)
+        w, extra = tis_weights(ro.logprobs, served, adv.mask, s.cfg.tis_cap)
+        adv.advantages = adv.advantages * w
+        return ro, sig, adv, extra

@@ -1,0 +1,113 @@
+"""Start and stop the live server: the loops' threads and uvicorn (``claw serve``, notebook 14, the tests).
+
+``with LiveServer(ServeConfig(), port=0) as srv:`` runs everything in background threads of this process and
+stops it on leaving the block; ``srv.url`` is where it listens, ``srv.base_url`` what the ``openai`` client
+takes. :func:`serve_forever` is the command's foreground form.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Optional
+
+from .config import ServeConfig
+
+__all__ = ["LiveServer", "serve_forever"]
+
+
+class LiveServer:
+    """The live system behind uvicorn on ``host:port`` (port 0: a free one), writing to ``out`` (None: memory)."""
+
+    def __init__(self, cfg: Optional[ServeConfig] = None, host: str = "127.0.0.1", port: int = 0, out=None,
+                 force: bool = False):
+        from .system import LiveSystem
+
+        self.cfg = cfg or ServeConfig()
+        self.host, self.port = host, port
+        self.system = LiveSystem(self.cfg, out=out, force=force)
+        self._thread: Optional[threading.Thread] = None
+        self._server = None
+        self.loops = []
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def start(self, timeout_s: float = 30.0) -> "LiveServer":
+        """Start the judge and trainer loops and uvicorn; returns once the port accepts requests."""
+        import uvicorn
+
+        from .app import create_app
+        from .loops import JudgeLoop, TrainerLoop
+
+        self.loops = [JudgeLoop(self.system)] + ([TrainerLoop(self.system)] if self.cfg.train else [])
+        for loop in self.loops:
+            loop.start()
+        config = uvicorn.Config(create_app(self.system), host=self.host, port=self.port, log_level="warning",
+                                access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # the caller's thread owns the signals
+        self._thread = threading.Thread(target=self._server.run, name="claw-http", daemon=True)
+        self._thread.start()
+        t_end = time.time() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.time() > t_end:
+                self.stop()
+                raise RuntimeError(f"the server could not listen on {self.host}:{self.port} (is the port in use?)")
+            time.sleep(0.02)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        """Stop uvicorn, then the loops (an update in flight finishes), then close the records and the folder."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for loop in self.loops:
+            loop.stop()
+        for loop in self.loops:
+            loop.join(timeout=60)
+        self.system.close()
+
+    def wait_idle(self, timeout_s: float = 60.0, trained: bool = True) -> bool:
+        """Block until nothing waits for the judge and (``trained``) fewer than a batch of scored samples wait
+        for the trainer, or training stopped; False on timeout. For tests, notebooks and the simulator."""
+        s = self.system
+        t_end = time.time() + timeout_s
+        while time.time() < t_end:
+            st = s.status()
+            judging = sum(t.status == "judging" for t in list(s.turns.values()))
+            busy = judging or (trained and st["training"] == "running" and st["samples_scored"] >= st["batch_size"])
+            if not busy:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def __enter__(self) -> "LiveServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve_forever(cfg: ServeConfig, host: str, port: int, out=None, force: bool = False) -> int:
+    """``claw serve``: start, print the address (one flushed line), run until SIGINT / SIGTERM, stop cleanly."""
+    import signal
+
+    srv = LiveServer(cfg, host=host, port=port, out=out, force=force).start()
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *a: done.set())
+    print(f"claw serve: listening on {srv.url} (model {srv.system.model_id}, strategy {srv.system.ppo.strategy}, "
+          f"records {out or 'in memory only'})", flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        srv.stop()
+    return 0
