@@ -318,3 +318,35 @@ def test_any_openai_server_without_claw_status(tmp_path):
     assert res.model == "echo" and all(r.versions == [None] * 4 and r.waited_s == 0 for r in res.rows)
     assert seen[:4] == [("plain-0000", "main", "false")] * 3 + [("plain-0000", "main", "true")]
     assert "not reported by the server" in res.summary()
+
+
+# --------------------------------------------------------------------------- the `claw simulate` command itself
+@pytest.mark.parametrize("flags, says", [(["--url", "localhost:8000"], "claw simulate: --url must be an http(s) URL"),
+                                         (["--url", "http://127.0.0.1:1", "--sessions", "0"], "--sessions"),
+                                         (["--url", "http://127.0.0.1:1", "--user", "tool"], "--user")])
+def test_claw_simulate_errors_are_one_line(flags, says, capsys):
+    from claw_lib.apps.cli import main
+
+    try:
+        code = main(["simulate"] + flags + ["--no-progress"])
+    except SystemExit as e:  # argparse's refusals exit from the parser
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1
+
+
+def test_claw_simulate_unreachable(capsys):
+    from claw_lib.apps.cli import main
+
+    assert main(["simulate", "--url", f"http://127.0.0.1:{free_port()}", "--no-progress", "--timeout", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("claw simulate: cannot reach a server at") and len(err.splitlines()) == 1
+
+
+def test_claw_simulate_runs(live, capsys):
+    from claw_lib.apps.cli import main
+
+    assert main(["simulate", "--url", live.url, "--user", "ta", "--sessions", "2", "--turns", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "claw simulate: user ta, 2 sessions x 1 questions" in out and "sessions that hold" in out
