@@ -52,6 +52,13 @@ def add_routes(system):
             return StreamingResponse(sse_chunks(answer, served.tokens), media_type="text/event-stream")
         return answer
 
+    _claw_routes(app, system)
+    return app
+
+
+def _claw_routes(app, system) -> None:
+    """The models list, the kit's status / sessions / events / metrics, and the page."""
+
     @app.get("/v1/models")
     async def models():
         return {"object": "list", "data": [{"id": system.model_id, "object": "model", "owned_by": "claw-kit"}]}
@@ -90,4 +97,3 @@ def add_routes(system):
         from fastapi.staticfiles import StaticFiles
 
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return app
