@@ -127,10 +127,10 @@ def test_one_fact_demo_in_a_real_browser(server, tmp_path):
 
             # the status panel: the version went up, samples were trained, training runs
             assert _version(page) >= 1
-            assert int(page.inner_text("#st-trained")) >= 2
+            page.wait_for_function("Number(document.getElementById('st-trained').textContent) >= 2", timeout=10_000)
+            page.wait_for_selector("#metrics tr[data-metric=version]", timeout=10_000)
             assert page.get_attribute("#st-training", "data-state") == "running"
             assert page.is_hidden("#st-stopped-reason")
-            assert page.locator("#metrics tr[data-metric]").count() > 0
 
             # the timeline: every step seen
             kinds = set(page.evaluate("window.clawPage.state.events.map(e => e.kind)"))
@@ -162,6 +162,14 @@ def test_one_fact_demo_in_a_real_browser(server, tmp_path):
             assert page.get_attribute("#st-training", "data-state") == "stopped"
             assert reason.evaluate("e => getComputedStyle(e).color") == "rgb(220, 38, 38)"
             page.unroute("**/v1/claw/status")
+
+            # a bad request: the server's one-line error is shown, the conversation goes on
+            page.fill("#prompt", "长" * 5000)
+            page.click("#send")
+            page.wait_for_selector("#error:not([hidden])", timeout=30_000)
+            assert "5000" in page.inner_text("#error"), page.inner_text("#error")
+            assert page.locator(".msg.user.failed").count() == 1
+            problems = [m for m in problems if "413" not in m]  # the browser logs the refused request
             assert not problems, problems
             assert not foreign, f"the page asked for something outside the server: {foreign}"
         finally:
