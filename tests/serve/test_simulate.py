@@ -350,3 +350,24 @@ def test_claw_simulate_runs(live, capsys):
     assert main(["simulate", "--url", live.url, "--user", "ta", "--sessions", "2", "--turns", "1", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "claw simulate: user ta, 2 sessions x 1 questions" in out and "sessions that hold" in out
+
+
+# --------------------------------------------------------------------------- the benchmark's refusals (never run here)
+def test_bench_serve_refuses_before_any_work(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from claw_lib.utils import script_main
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_serve.py"
+    spec = importlib.util.spec_from_file_location("bench_serve_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(SystemExit) as e:
+        script_main(mod.main, ["--sessions", "0"])
+    assert str(e.value.code).startswith("error: --sessions")
+    out = tmp_path / "bench.md"
+    out.write_text("mine\n")
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--out", str(out)])
+    assert "already exists" in str(e.value.code) and out.read_text() == "mine\n"
