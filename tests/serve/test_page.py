@@ -100,6 +100,9 @@ def test_one_fact_demo_in_a_real_browser(server, tmp_path):
                 sid = msg.get_attribute("data-session-id")
                 _say(page, THANKS if RIGHT in text else CORRECTION, end=True)
                 assert page.inner_text("#session-id").strip() != sid  # ending it started a new session
+            sid = page.inner_text("#session-id").strip()
+            page.click("#new-session")  # the check question's session stays open; a new one starts on the button
+            assert page.inner_text("#session-id").strip() != sid
             print("\n".join(["one-fact demo in the page:"] + rounds))
             print(f"one-fact demo: a greedy answer said {RIGHT} {took:.1f} s after the first question" if took is not None
                   else f"one-fact demo: no greedy answer said {RIGHT} within {PROMISE_S:.0f} s")

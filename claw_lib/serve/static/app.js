@@ -90,9 +90,11 @@
   function startSession() {
     state.session = { id: newSessionId(), messages: [], done: false };
     $("session-id").textContent = state.session.id;
-    const c = $("conversation");
-    c.append(el("div", { class: "divider", "data-testid": "session-divider", "data-session-id": state.session.id,
-      text: `新会话 new session · ${state.session.id}` }));
+    const divider = el("div", { class: "divider", "data-testid": "session-divider", "data-session-id": state.session.id,
+      text: `新会话 new session · ${state.session.id}` });
+    const note = $("empty-note");
+    if (note) note.before(divider);
+    else $("conversation").append(divider);
     scrollDown();
   }
 
