@@ -111,14 +111,16 @@ def latency_lines(runs) -> list:
 def throughput_lines(runs, sessions: int) -> list:
     """Sessions per minute of each run, and the brief's step-by-step estimate."""
     lines = ["## Sessions per minute, asynchronous vs step by step", "",
-             "| run | wall s (until the server is idle) | sessions/min | updates | client waited s | loops busy s "
-             "(serve / judge / train) | sessions that hold | sessions until stable |", "|---|---|---|---|---|---|---|---|"]
+             "| run | wall s (until the server is idle) | sessions/min | updates | staleness (versions, mean) | "
+             "client waited s | loops busy s (serve / judge / train) | sessions that hold | sessions until stable |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         b = busy_seconds(r["events"])
         name = {"off": "training off", "async": "async: training in the background",
                 "step": "step by step: wait for judge + trainer after each session"}[r["kind"]]
+        stale = np.mean([m["staleness_mean"] for m in r["metrics"]]) if r["metrics"] else float("nan")
         lines.append(f"| {name} | {r['wall_s']:.1f} | {60 * sessions / r['wall_s']:.1f} | {r['updates']} | "
-                     f"{r['waited_s']:.1f} | {b.get('served', 0):.1f} / {b.get('judged', 0):.1f} / "
+                     f"{stale:.2f} | {r['waited_s']:.1f} | {b.get('served', 0):.1f} / {b.get('judged', 0):.1f} / "
                      f"{b.get('trained', 0):.1f} | {r['holds']}/{sessions} | {r['stable']} |")
     step_upd = [m["timing/update_s"] for r in runs if r["kind"] == "step" for m in r["metrics"]]
     mean_upd = float(np.mean(step_upd)) if step_upd else float("nan")
@@ -146,7 +148,8 @@ def header_lines(a, threads: int) -> list:
             f"1-minute load {load:.2f} at the start), torch {threads} thread(s), {platform.python_version()}. "
             f"Tiny GPT, strategy {a.strategy}, batch {a.batch_size}, user {a.user}, {a.sessions} sessions x "
             f"{a.turns} questions ({2 * a.turns} main turns + {a.side_turns * a.turns} side turns a session), seed "
-            f"{a.seed}, {a.repeats} repeat(s) of the three runs in turn (off, async, step). "
+            f"{a.seed}, {a.repeats} repeat(s) of the three runs (their order rotating), after one uncounted "
+            "warm-up run. "
             "Written by `benchmarks/bench_serve.py`; see its docstring for what each run is.", ""]
 
 
@@ -171,9 +174,10 @@ def main(argv=None) -> int:
     out = report_path(a)
     threads = set_threads(a.threads)
     lines = header_lines(a, threads)
-    runs = []
+    one_run("off", argparse.Namespace(**{**vars(a), "sessions": 2}), threads)  # warm-up, not counted
+    runs, kinds = [], ("off", "async", "step")
     for k in range(a.repeats):
-        for kind in ("off", "async", "step"):
+        for kind in kinds[k % 3:] + kinds[:k % 3]:  # the order rotates: drift in the machine's load spreads
             runs.append(one_run(kind, a, threads))
             r = runs[-1]
             print(f"repeat {k + 1} {kind}: {r['wall_s']:.1f} s, {r['updates']} updates, p95 "
