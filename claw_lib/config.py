@@ -27,7 +27,20 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
            "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
-           "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model"]
+           "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError"]
+
+
+class SettingError(ValueError):
+    """A setting that does not fit the run (too many new tokens for the model's positions, a batch beyond the
+    machine's memory, a float16 run that overflows); ``settings``: the dotted names of the settings to change,
+    which the command line turns into its flags."""
+
+    settings: Tuple[str, ...] = ()
+
+    def __init__(self, message: str, settings=()):
+        super().__init__(message)
+        if settings:
+            self.settings = tuple(settings)
 
 #: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
@@ -405,6 +418,7 @@ class PPOConfig:
     """OpenClaw-RL's signals (no clip of the OPD advantage, as the public snapshot)"""
 
     def __post_init__(self):
+        check_number("lora_rank", self.lora_rank)  # before it is compared with 0 (C03)
         if self.model == "tiny":  # the kit's own model: its per-model settings are known without loading it
             for name, value in model_defaults(TINY_PARAMS, self.lora_rank).items():
                 if getattr(self, name) is None:
@@ -523,7 +537,7 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     **{n: (0, 100, True, True) for n in ("loss.kl_coef", "loss.vf_coef", "opd.kappa", "opd.w_rl", "opd.w_opd",
                                         "opd.w_rl_negative")},
     "loss.eps_high": (0, None, True, False),  # a huge value switches the upper clip off (allowed: review NT08)
-    "reward.ppl_scale": (0, None, True, False),
+    "reward.ppl_scale": (0, None, False, False),  # a scale of 0 nats divides by zero (R10)
     "lr": (0, 1, False, True),
     **{n: (0, None, False, False) for n in ("temperature", "loss.max_grad_norm", "opd.clip")},
     "reward.align.max_chars": (0, 10_000_000, False, True), "reward.align.max_words": (0, 1_000_000, False, True),
@@ -537,14 +551,41 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
 }
 
 
+#: numeric settings that count something: an integer (2.5 steps or True prompts are refused, C01-C03)
+INTEGERS = frozenset({"steps", "batch_size", "max_new_tokens", "epochs", "minibatches", "eval_prompts",
+                      "loss.distill_topk", "loss.clipped_k", "opd.m", "opd.hint_candidates", "opd.selection_k", "seed",
+                      "save_every", "eval_every", "opd.min_hint_chars", "threads", "lora_rank",
+                      "reward.align.max_chars", "reward.align.max_words", "reward.align.layer", "reward.restated_words",
+                      "reward.terse_words"})
+#: the fact world's relations (claw_lib.toy.world.RELATIONS; tests/test_config.py checks they agree)
+FACT_RELATIONS = ("capital", "colour", "animal", "provinces")
+
+
+def check_number(name: str, value) -> None:
+    """Refuse a value of the numeric setting ``name`` that is not a number (TypeError: a bool, a string), or not
+    an integer where the setting counts something (ValueError, :data:`INTEGERS`); None passes (a default)."""
+    import numbers
+
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if name in INTEGERS and not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+
+
 def validate(cfg, prefix: str = "") -> None:
     """Raise ValueError naming the first setting of ``cfg`` (a PPOConfig or any config of the tree)
-    that is not a finite number in its range (:data:`LIMITS`) or not one of its choices."""
+    that is not a finite number in its range (:data:`LIMITS`), not an integer where it counts something,
+    not one of its choices, or that contradicts another (``reward.lo`` above ``reward.hi``, a task's option that
+    the task ignores); TypeError for a value of the wrong type (a bool or a string for a number)."""
     import math
 
     flat = flatten(cfg)
     for name, value in flat.items():
         full = prefix + name
+        if full in LIMITS or full in INTEGERS:
+            check_number(full, value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if not math.isfinite(value):
@@ -578,3 +619,22 @@ def validate(cfg, prefix: str = "") -> None:
                          f"got user {flat['task.user']!r} with {flat['task.questions']!r} questions")
     if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:
         raise ValueError(f"minibatches ({flat['minibatches']}) must not exceed batch_size ({flat['batch_size']})")
+    _validate_together({(prefix + k): v for k, v in flat.items()})
+
+
+def _validate_together(flat: Dict[str, Any]) -> None:
+    """The checks between settings (names in full, dotted from PPOConfig): each refusal names the setting."""
+    lo, hi = flat.get("reward.lo"), flat.get("reward.hi")
+    if lo is not None and hi is not None and lo > hi:  # R03: clipping to [1, -1] inverts every reward
+        raise ValueError(f"reward.lo ({lo}) must not exceed reward.hi ({hi})")
+    user, questions = flat.get("task.user"), flat.get("task.questions")
+    if questions == "pair" and user not in (None, "correcting"):  # TC04, J02: asked by the correcting user only
+        raise ValueError(f"task.questions 'pair' (two capitals a question) is asked by task.user 'correcting' only, "
+                         f"got {user!r}")
+    if user == "tool-chain" and flat.get("task.p_vague") is not None:  # TC05: a tool's output is never vague
+        raise ValueError("task.p_vague means nothing for task.user 'tool-chain' (its next states are tool outputs, "
+                         f"never vague replies), got {flat['task.p_vague']}; leave it out")
+    rel = flat.get("task.relations")
+    if rel is not None and flat.get("task.world", "fact") == "fact":  # C04
+        if isinstance(rel, str) or not rel or any(r not in FACT_RELATIONS for r in rel):
+            raise ValueError(f"task.relations must be a non-empty tuple of {FACT_RELATIONS}, got {rel!r}")

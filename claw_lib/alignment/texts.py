@@ -73,19 +73,33 @@ def align_texts(output: str, correction: str, config: Optional[AlignConfig] = No
 
     config: an :class:`~claw_lib.config.AlignConfig` (fields may also be passed as keyword ``overrides``).
     encoder: an already loaded :class:`~claw_lib.alignment.encoders.Encoder` (else ``config.encoder``).
-    output_tokens: the output's word tokens, if the caller has them already.
+    output_tokens: the output's word tokens, if the caller has them already; refused (ValueError) when they are
+    not the output's (A07). The config is validated as the command line's options are (A03: ``layer="8"``).
     """
+    from ..config import validate
     from .encoders import load_encoder
 
     cfg = config or AlignConfig()
     if overrides:
         cfg = dataclasses.replace(cfg, **overrides)
+    validate(cfg, "reward.align.")
+    if output_tokens is not None:
+        _check_tokens(output, output_tokens)
     warn_language_mismatch(output, correction)
     enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
     tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens,
                    max_chars=cfg.max_chars, max_words=cfg.max_words)
     al = align(tc.cost, cfg.insert_cost, cfg.delete_cost, cfg.match_threshold)
     return TextAlignment(output, correction, tc.output_tokens, tc.correction_tokens, tc.cost, al)
+
+
+def _check_tokens(output: str, tokens) -> None:
+    """Every token's text is the output's characters at its span."""
+    for t in tokens:
+        if not isinstance(output, str) or output[t.start:t.end] != t.text:
+            raise ValueError(f"output_tokens are not the output's: token {t.text!r} at {t.start}-{t.end} is "
+                             f"{output[t.start:t.end]!r} in the output" if isinstance(output, str) else
+                             "output must be a string")
 
 
 def align_many(outputs: List[str], corrections: List[str], config: Optional[AlignConfig] = None,

@@ -241,11 +241,12 @@ def _file_out(path: str, force: bool, inputs=(), what: str = "--out") -> Path:
     return p
 
 
-def _read_jsonl(path: str, fields, optional=()) -> list:
+def _read_jsonl(path: str, fields, optional=(), choices=None) -> list:
     """One entry per line of ``path``: the record (a dict with string ``fields``, and ``optional`` fields
     that are strings or null when present), or an error text naming what is wrong with that line (blank,
-    not JSON, nested too deeply, missing fields). A file that is not UTF-8 is refused naming the line; a
-    UTF-8 byte-order mark at its start is skipped."""
+    not JSON, nested too deeply, missing fields, an enumerated field whose value is not one of
+    ``choices[field]`` when present: ``"role": "Tool"`` is that line's error, never read as "user"). A file
+    that is not UTF-8 is refused naming the line; a UTF-8 byte-order mark at its start is skipped."""
     raw = _file_in(path).read_bytes()
     if raw.startswith(b"\xef\xbb\xbf"):  # a BOM (Windows editors write one): valid UTF-8, not part of the JSON
         raw = raw[3:]
@@ -275,8 +276,26 @@ def _read_jsonl(path: str, fields, optional=()) -> list:
         if bad:
             entries.append(f"{bad[0]!r} must be a string (or left out), got {type(r[bad[0]]).__name__}")
             continue
+        lone = [f for f in (*fields, *optional) if isinstance(r.get(f), str) and not _valid_unicode(r[f])]
+        if lone:  # "\ud800" in the JSON: a lone surrogate, which no tokenizer reads (IN07)
+            entries.append(f"{lone[0]!r} is not valid Unicode (a lone surrogate such as \\ud800)")
+            continue
+        wrong = [f for f, ok in (choices or {}).items() if f in r and r[f] not in ok]
+        if wrong:
+            f = wrong[0]
+            entries.append(f"{f!r} must be one of {', '.join(map(repr, choices[f]))} (or left out), got "
+                           f"{json.dumps(r[f], ensure_ascii=False)}")
+            continue
         entries.append(r)
     return entries
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _write_jsonl(entries: list, fn, in_path: str, out_path: Optional[str], force: bool, desc: str) -> int:
@@ -341,7 +360,9 @@ def _cmd_opd(a) -> int:
         raise CLIError("claw opd: give either --prompt/--response/--next-state or --input FILE, not both")
     if not a.input and any(x is None for x in turn):
         raise CLIError("claw opd: need --prompt, --response and --next-state (or --input FILE.jsonl)")
-    records = _read_jsonl(a.input, ("prompt", "response", "next_state")) if a.input else None
+    from ..signals.judges import ROLES
+
+    records = _read_jsonl(a.input, ("prompt", "response", "next_state"), choices={"role": ROLES}) if a.input else None
     model, tok = load_causal_lm(a.model, device=a.device, dtype=a.dtype)  # loaded once for every line
     cfg = OPDConfig(clip=a.clip, kappa=a.kappa, w_rl=a.w_rl, w_opd=a.w_opd)
     if records is not None:
@@ -414,7 +435,7 @@ def _cmd_train(a) -> int:
     from ..config import validate
     from ..rl.ppo import train
 
-    from ..rl.ppo import TrainingDivergedError
+    from ..config import SettingError
 
     cfg = override(PPOConfig(), {path: getattr(a, path) for path in TRAIN_FLAGS.values()})
     if a.out is not None and not a.out.strip():
@@ -433,7 +454,7 @@ def _cmd_train(a) -> int:
             hist = _train_trl(cfg, a.out, a.force)
         else:
             hist = train(cfg, a.out, force=a.force)
-    except TrainingDivergedError as e:  # name the flags to lower
+    except SettingError as e:  # name the flags to change (a diverged run, a batch or a length that does not fit)
         import re
 
         msg = str(e)

@@ -401,6 +401,11 @@ class ClawGRPOTrainer(GRPOTrainer):
         cycle = self.args.steps_per_generation * self.args.num_iterations
         if "loss" not in logs or not self.model.training or self.state.global_step % cycle:
             return
+        from ..rl.ppo import _check_finite
+
+        # the kit loop's NaN stop: weights that became NaN or inf stop here, naming the options, not inside
+        # TRL's sampler at the next step (ET12)
+        _check_finite(self.model, None, self.cfg, self.state.global_step // cycle)
         step, total = self.state.global_step // cycle, max(self.args.max_steps // cycle, 1)
         m = {"step": step, **self._step_metrics, "policy/loss": float(logs["loss"]),
              "timing/update_s": time.perf_counter() - self._update_t0,
@@ -540,6 +545,10 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     for step in range(cfg.steps):
         env.reset(cfg.seed * 100_003 + step)
         tasks += env.sample(cfg.batch_size // num_generations)
+    from ..rl.fit import check_fits  # the kit loop's check: positions, top-k, a step's memory (ET13)
+
+    check_fits(cfg, model, tokenizer, [], tasks[: cfg.batch_size // num_generations] * num_generations,
+               resolve_device(cfg.device), engine="trl")
     trainer = ClawGRPOTrainer(model, args, tasks=tasks, feedback=env.step, cfg=cfg, teacher=teacher,
                               processing_class=tokenizer, peft_config=peft_config, eval_env=eval_env,
                               eval_tasks=eval_env.sample(cfg.eval_prompts), out_dir=out_dir)

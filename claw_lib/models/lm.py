@@ -67,7 +67,8 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None, 
     checkpoint's own); the tokenizer has a pad token (eos if it had none).
     Raises :class:`~claw_lib.models.loading.ModelNotAvailableError` when the model is not on disk, a folder
     does not match its manifest.json (``verify=False`` skips that check, for ``claw pretrain --eval-only
-    --force``), has no tokenizer, or holds an encoder rather than a causal LM.
+    --force``), has no tokenizer, holds an encoder rather than a causal LM, or holds a tokenizer with ids
+    beyond the model's embedding rows (one copied from another model: MF06).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -86,9 +87,19 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None, 
     tok = from_pretrained_offline(AutoTokenizer, path)
     kw = {"dtype": resolve_dtype(dtype, dev, str(name_or_path))} if dtype is not None else {}
     model = from_pretrained_offline(AutoModelForCausalLM, path, **kw).to(dev).eval()
+    _check_vocabulary(model, tok, name_or_path)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return model, tok
+
+
+def _check_vocabulary(model, tok, name) -> None:
+    """Refuse a tokenizer whose ids do not all have a row in the model's input embedding (an IndexError deep in
+    the first forward otherwise)."""
+    rows = model.get_input_embeddings().num_embeddings
+    if len(tok) > rows:
+        raise ModelNotAvailableError(f"the tokenizer of {name} does not fit its model: it has {len(tok)} ids and the "
+                                     f"model's embedding only {rows} rows (a tokenizer copied from another model?)")
 
 
 def stop_token_ids(model, tokenizer) -> List[int]:

@@ -39,18 +39,20 @@ class LoRALinear(nn.Module):
 
     base: an ``nn.Linear`` (weight (out, in)) or GPT-2's ``Conv1D`` (weight (in, out)); r: the rank; alpha:
     the scale's numerator. A is initialised as PEFT does (Kaiming uniform), B at zero, both float32.
-    ``enabled = False`` gives the base layer's output exactly."""
+    ``enabled = False`` gives the base layer's output exactly. generator: the CPU generator A is drawn from
+    (torch's global one when None); A is drawn on the CPU and moved, so a seed gives the same A on any device."""
 
-    def __init__(self, base: nn.Module, r: int, alpha: float):
+    def __init__(self, base: nn.Module, r: int, alpha: float, generator: Optional[torch.Generator] = None):
         super().__init__()
         if r < 1:
             raise ValueError(f"the LoRA rank must be >= 1, got {r}")
         w = base.weight
         fan_in, fan_out = (w.shape[1], w.shape[0]) if isinstance(base, nn.Linear) else (w.shape[0], w.shape[1])
         self.base, self.r, self.scale, self.enabled = base, r, alpha / r, True
-        self.lora_A = nn.Parameter(torch.empty(r, fan_in, device=w.device, dtype=torch.float32))
+        a = torch.empty(r, fan_in, dtype=torch.float32)
+        nn.init.kaiming_uniform_(a, a=math.sqrt(5), generator=generator)
+        self.lora_A = nn.Parameter(a.to(w.device))
         self.lora_B = nn.Parameter(torch.zeros(fan_out, r, device=w.device, dtype=torch.float32))
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (..., in) -> (..., out)
         y = self.base(x)
@@ -69,19 +71,23 @@ def _targets(model: nn.Module, names: Sequence[str]):
 
 
 def add_lora(model: nn.Module, r: int = 16, alpha: Optional[float] = None,
-             targets: Sequence[str] = LORA_TARGETS) -> nn.Module:
+             targets: Sequence[str] = LORA_TARGETS, seed: Optional[int] = None) -> nn.Module:
     """Freeze ``model`` and wrap each target linear layer in a :class:`LoRALinear` of rank ``r`` (``alpha``:
-    default ``2 r``), in place; returns the model. Raises ValueError when no layer matches ``targets``."""
+    default ``2 r``), in place; returns the model. Raises ValueError when no layer matches ``targets``.
+    seed: the adapters' A matrices are drawn from a generator of this seed, so the same seed gives the same
+    adapters in every process and torch's global random state is left as it was (LR01); None: from the
+    global generator."""
     alpha = float(2 * r if alpha is None else alpha)
     for p in model.parameters():
         p.requires_grad_(False)
     found = list(_targets(model, targets))
     if not found:
         raise ValueError(f"no linear layer named {', '.join(targets)} to put an adapter on")
+    gen = None if seed is None else torch.Generator().manual_seed(int(seed))
     for full, mod in found:
         parent_name, _, child = full.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, LoRALinear(mod, r, alpha))
+        setattr(parent, child, LoRALinear(mod, r, alpha, gen))
     model.claw_lora = {"r": r, "alpha": alpha, "layers": len(found)}
     return model
 

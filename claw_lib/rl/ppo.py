@@ -52,7 +52,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig
+from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig, SettingError
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..models.lm import (Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, peak_memory_gib,
                          scaled_logits)
@@ -649,7 +649,7 @@ def eval_tokens(cfg: PPOConfig) -> int:
     return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
 
 
-class TrainingDivergedError(ValueError):
+class TrainingDivergedError(SettingError):
     """The weights became NaN or inf in an update (a learning rate or a loss weight far too large);
     ``settings``: the dotted names of the settings to lower."""
 
@@ -736,6 +736,10 @@ class _Run:
         eval_env = make_env(cfg.task, 10_000 + cfg.seed, tok, env.world, evaluation=True)
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
                   Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
+        from .fit import check_fits  # before anything is written: positions, top-k, a step's memory
+
+        check_fits(cfg, policy, tok, run.eval_tasks, make_env(cfg.task, cfg.seed, tok, env.world).sample(cfg.batch_size),
+                   dev)
         if ck is not None:
             path = out / "checkpoint.pt"
             try:

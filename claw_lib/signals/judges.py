@@ -119,9 +119,15 @@ def select_hint(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS) -> O
 def hint_candidates(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS, max_candidates: int = 3) -> List[str]:
     """The paper's second version's hint candidates (upstream ``_opd_evaluate``): the good votes' hints (positive,
     stripped, longer than ``min_chars``), exact duplicates dropped, **shortest first** (ties in vote order), at most
-    ``max_candidates``. Empty when no vote is good."""
+    ``max_candidates``. Empty when no vote is good. Refuses (ValueError) ``max_candidates`` < 1 (H01: -1 dropped the
+    longest) and ``min_chars`` < 0 (H02: an empty hint passed), and a hint that is not a string (TypeError, H03)."""
+    for name, v, least in (("min_chars", min_chars, 0), ("max_candidates", max_candidates, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise ValueError(f"{name} must be an integer >= {least}, got {v!r}")
     good: List[str] = []
     for v in votes:
+        if v.hint is not None and not isinstance(v.hint, str):
+            raise TypeError(f"a vote's hint must be a string or None, got {type(v.hint).__name__} {v.hint!r}")
         h = (v.hint or "").strip()
         if v.positive and len(h) > min_chars and h not in good:
             good.append(h)
@@ -147,6 +153,7 @@ class RuleJudge:
         self.phrasings = phrasings
 
     def vote(self, response: str, next_state: str, role: str = "user") -> Vote:
+        _check_role(role)  # an unknown role ("Tool") is refused, never read as the user's (H04)
         s = (next_state or "").strip()
         low = s.casefold()
         if role == "tool":
@@ -185,6 +192,7 @@ class RuleJudge:
         return out[:self.phrasings]
 
     def hint(self, response: str, next_state: str, role: str = "user") -> HintVote:
+        _check_role(role)
         if role == "tool":
             s = (next_state or "").strip()
             if is_tool_error(s):
@@ -215,7 +223,8 @@ _ROLE_RULES = (
 
 
 def _check_role(role: str) -> None:
-    if role not in ROLES:
+    """Refuse (ValueError naming it) a role that is not one of :data:`ROLES`: no judge reads it as another."""
+    if not isinstance(role, str) or role not in ROLES:
         raise ValueError(f"the next state's role must be one of {ROLES}, got {role!r}")
 
 

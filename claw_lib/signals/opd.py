@@ -212,6 +212,20 @@ def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
     return (s_all.exp() * (s_all - t_all)).sum(-1)
 
 
+def _check_clip_args(clip, eps, eps_high) -> None:
+    """clip finite (<= 0: no clip), 0 <= eps < 1, eps_high >= 0 and finite, as config.validate requires (P01: a
+    NaN clip silently meant no clip; P02: negative eps made clamp's min exceed its max)."""
+    import math
+
+    for name, v in (("clip", clip), ("eps", eps), ("eps_high", eps_high)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
+    if not 0 <= eps < 1:
+        raise ValueError(f"eps must be in [0, 1), got {eps}")
+    if eps_high < 0:
+        raise ValueError(f"eps_high must be >= 0, got {eps_high}")
+
+
 def clipped_topk_opd(current_lp: torch.Tensor, old_lp: torch.Tensor, teacher_lp: torch.Tensor, clip: float = 1.0,
                      eps: float = 0.2, eps_high: float = 0.28):
     """OPD as the paper's second version trains it: a clipped surrogate over the old student's top-k ids at every
@@ -229,6 +243,7 @@ def clipped_topk_opd(current_lp: torch.Tensor, old_lp: torch.Tensor, teacher_lp:
     if not (current_lp.shape == old_lp.shape == teacher_lp.shape):
         raise ValueError(f"log-prob shapes differ: current {tuple(current_lp.shape)}, old {tuple(old_lp.shape)}, "
                          f"teacher {tuple(teacher_lp.shape)}")
+    _check_clip_args(clip, eps, eps_high)
     old = old_lp.detach().float()
     w = torch.softmax(old, -1)
     gap = teacher_lp.detach().float() - old
@@ -252,6 +267,11 @@ def overlap_choice(student_topk: torch.Tensor, teacher_topk: torch.Tensor, mask:
     if student_topk.dim() != 2 or teacher_topk.dim() != 3 or teacher_topk.shape[1:] != student_topk.shape:
         raise ValueError(f"student top-k must be (T, k) and teacher top-k (M, T, k) with the same T, k; got "
                          f"{tuple(student_topk.shape)} and {tuple(teacher_topk.shape)}")
+    for name, t in (("student_topk", student_topk), ("teacher_topk", teacher_topk)):
+        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:  # P06: ids, not scores
+            raise ValueError(f"{name} must hold integer token ids, got {t.dtype}")
+    if teacher_topk.shape[0] == 0:  # P04
+        raise ValueError("teacher_topk holds no candidate hint (M = 0): there is nothing to choose from")
     shared = _shared_ids(student_topk.unsqueeze(0), teacher_topk)                                       # (M, T)
     if mask is not None:
         shared = shared * mask.to(shared.dtype)

@@ -344,6 +344,7 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
         raise TypeError("output and correction must be strings")
     cfg = config or RewardConfig()
     validate(cfg, "reward.")  # the library refuses what the command line refuses (a NaN constant, a bad range)
+    _check_judge_args(strategy, cfg, judge, response_ids, output)
     warn_language_mismatch(output, correction)
     if cfg.alternatives not in _ALTERNATIVES:
         raise ValueError(f"RewardConfig.alternatives must be one of {_ALTERNATIVES}, got {cfg.alternatives!r}")
@@ -730,12 +731,48 @@ def omitted_at(ta) -> np.ndarray:
     return out
 
 
+def _check_judge_args(strategy: str, cfg: RewardConfig, judge, response_ids, output: str = "") -> None:
+    """Refuse (ValueError naming it) what would be silently ignored or fail deep in torch: ``judge_weight > 0``
+    without a judge (R01: the rewards were those of weight 0), a judge that is not ``(model, tokenizer)`` (R05),
+    perplexity's ``response_ids`` that are empty for a non-empty output, not integers, or beyond the judge's
+    vocabulary (R07, R06; the other strategies do not read them)."""
+    import operator
+
+    if judge is None and cfg.judge_weight > 0 and strategy in ("binary", "continuous"):
+        raise ValueError(f"judge_weight {cfg.judge_weight} needs a judge: pass judge=(model, tokenizer), e.g. "
+                         "load_causal_lm('tiny'), or leave judge_weight at 0")
+    if judge is not None and (not isinstance(judge, (tuple, list)) or len(judge) != 2 or not callable(judge[0])
+                              or judge[1] is None):
+        raise ValueError(f"judge must be a (model, tokenizer) pair such as load_causal_lm('tiny') returns, got "
+                         f"{type(judge).__name__}")
+    if response_ids is None or strategy != "perplexity":
+        return
+    try:
+        ids = [operator.index(i) for i in response_ids if not isinstance(i, bool) or _no_bool()]
+    except TypeError:
+        raise ValueError("response_ids must be integer token ids") from None
+    if not ids and output.strip():
+        raise ValueError("response_ids is empty but the output is not: give the ids that produced the output, or "
+                         "leave response_ids out")
+    if ids and judge is not None:
+        rows = judge[0].get_input_embeddings().num_embeddings
+        if min(ids) < 0 or max(ids) >= rows:
+            raise ValueError(f"response_ids hold an id beyond the judge's vocabulary (0..{rows - 1}): "
+                             f"{max(ids) if max(ids) >= rows else min(ids)}")
+
+
+def _no_bool() -> bool:
+    raise TypeError("a bool is no token id")
+
+
 def _perplexity(output, correction, tokens, cfg, judge, question, info, response_ids=None) -> TokenRewards:
     from ..models.lm import encode, encode_pair, ids_logprobs, load_causal_lm, pad_token_id
     from ..prompts import build_prompt, response_text
     from ..text.tokens import subtoken_spans
 
     model, tok = judge if judge is not None else load_causal_lm("tiny")
+    if response_ids is not None and judge is None:  # the default judge: its vocabulary is known only now
+        _check_judge_args("perplexity", cfg, (model, tok), response_ids, output)
     lang = guess_lang(output, correction)
     q = question or ""
     prompts = [build_prompt(q, lang, correction, tokenizer=tok), build_prompt(q, lang, tokenizer=tok)]

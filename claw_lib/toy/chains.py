@@ -117,9 +117,10 @@ def chain_rewards(outcomes: Sequence[float], votes: Sequence[int], how: str = "o
 
 
 def episode_success(tasks: Sequence[ChainStep], scores: Sequence[float]) -> float:
-    """The share of episodes in ``tasks`` whose every step scored 1 (each episode counts once, whatever its length)."""
+    """The share of episodes in ``tasks`` whose every step scored 1 (each episode counts once, whatever its length);
+    NaN when there is no episode, as the kit's other empty means (K01: it was 0.0, a score no run had)."""
     o = episode_outcomes(tasks, scores)
     first = {}
     for t, v in zip(tasks, o):
         first.setdefault(t.episode, v)
-    return float(np.mean([v > 0 for v in first.values()])) if first else 0.0
+    return float(np.mean([v > 0 for v in first.values()])) if first else float("nan")

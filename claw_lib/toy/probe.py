@@ -72,7 +72,12 @@ def load_probe_set(path=None, split: Optional[str] = None) -> List[dict]:
         for k, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            r = json.loads(line)
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:  # D01: the line of the file, not the column of the line alone
+                raise ValueError(f"probe line {k}: not valid JSON ({e.msg}, column {e.colno})") from None
+            if not isinstance(r, dict):
+                raise ValueError(f"probe line {k}: a JSON object is needed, got {type(r).__name__}")
             _check_spans(r, "rejected", k)
             _check_spans(r, "confirmed", k)
             if "style" in r and r["style"] not in _STYLES:
