@@ -557,7 +557,7 @@ INTEGERS = frozenset({"steps", "batch_size", "max_new_tokens", "epochs", "miniba
                       "save_every", "eval_every", "opd.min_hint_chars", "threads", "lora_rank",
                       "reward.align.max_chars", "reward.align.max_words", "reward.align.layer", "reward.restated_words",
                       "reward.terse_words"})
-#: the fact world's relations (claw_lib.toy.world.RELATIONS; tests/test_config.py checks they agree)
+#: the fact world's relations (claw_lib.toy.world.RELATIONS; tests/apps/test_safety_r3_library.py checks they agree)
 FACT_RELATIONS = ("capital", "colour", "animal", "provinces")
 
 

@@ -247,6 +247,12 @@ def atomic_write(path, mode: str = "w", encoding: Optional[str] = "utf-8", newli
             os.replace(tmp, target)
         else:
             _place_new(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if e.filename is None and e.errno is not None:  # a full disk in write(): name the file (OP05b)
+            raise OSError(e.errno, e.strerror, str(target)) from e
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

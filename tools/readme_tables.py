@@ -1,6 +1,7 @@
 """Print the README's PPO result tables from the committed grids (results/*/ablation.csv).
 
     .venv/bin/python tools/readme_tables.py            # every table, in the order the README shows them
+    .venv/bin/python tools/readme_tables.py --out t.md # also written there (refused if it exists; --force)
 
 Each table is what `claw reproduce` wrote, with readable setting names: the README's tables are copied from this
 output, so they cannot drift from the result files by hand.
@@ -48,7 +49,28 @@ def pair_rows(folder, items):
     return "\n".join([PAIR_HEAD] + lines)
 
 
-def main():
+def main(argv=()) -> int:
+    """Print the tables (``argv``: the command line's arguments; an unknown one is an error, TL10); with
+    ``--out`` also write them there, checked before and again at the write (utils.publish_report)."""
+    import argparse
+    import contextlib
+    import io
+
+    from claw_lib.utils import add_report_args, publish_report, report_path
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_report_args(ap, "the tables (Markdown)")
+    a = ap.parse_args(list(argv))
+    out = report_path(a)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        tables()
+    publish_report(buf.getvalue().rstrip("\n"), out, a.force)
+    return 0
+
+
+def tables() -> None:
+    """Every table, printed in the README's order."""
     four = [(k, METHOD[k]) for k in ("binary_rl", "opd", "combined", "opd_kl")]
     print("## table3\n")
     print(score_rows("results/table3", [("teacher-vague", "sparse hints (half vague)"), ("teacher", "hint in every complaint")],
@@ -146,4 +168,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -521,10 +521,10 @@ def _cmd_reproduce(a) -> int:
         rows = reproduce(out, strategies=a.strategies, users=a.users, seeds=a.seeds, steps=a.steps, grid=grid,
                          force=a.force)
     except KeyboardInterrupt:
-        from ..rl.ablation import PARTIAL
+        from ..rl.ablation import PARTIAL, finished_runs
 
         part = Path(out) / PARTIAL
-        n = max(0, len(part.read_text(encoding="utf-8").splitlines()) - 1) if part.is_file() else 0
+        n = finished_runs(part)  # runs, not rows: a joint run's personas are rows of that run (IR03)
         kept = (f"{n} finished run(s) are kept in {part}: run the same command to go on from there" if n else
                 f"no run had finished, nothing was kept in {out}")
         print(f"claw reproduce: interrupted; {kept} (a grid's tables are written at its end)", file=sys.stderr)

@@ -169,8 +169,19 @@ def _legacy_grid_files(out: Path) -> set:
 
 
 def _only_partial(folder) -> bool:
-    """The folder holds only an unfinished grid (its finished runs), no tables yet."""
-    return folder.own == {PARTIAL}
+    """The folder holds an unfinished grid: its finished runs (:data:`PARTIAL`, removed only once every table is
+    written), and no tables or tables a stop or a full disk left half-written (OP05b: the rerun goes on)."""
+    return PARTIAL in folder.own
+
+
+def finished_runs(path) -> int:
+    """The runs :data:`PARTIAL` at ``path`` holds (a joint run's persona rows are not runs of their own: IR03);
+    0 when there is no such file or it cannot be read."""
+    try:
+        lines = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines()[1:] if x.strip()]
+        return sum(1 for d in lines if ":" not in str(d.get("key", "")).split("/", 1)[0])
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _finished_runs(out: Path, settings: Dict) -> Dict:

@@ -189,3 +189,12 @@ def test_top_k_beyond_the_vocabulary_is_refused_C07_C11():
     with pytest.raises(ValueError, match=r"^loss.clipped_k 1000000 exceeds the model's vocabulary of 2048"):
         train(PPOConfig(strategy="opd_kl", steps=1, batch_size=4, eval_prompts=2, progress=False,
                         task=TaskConfig(user="teacher"), loss=LossConfig(distill="topk_clipped", clipped_k=10**6)))
+
+
+def test_the_configs_relations_are_the_worlds_C04():
+    """C04 (the other side): config.FACT_RELATIONS, which validate checks task.relations against without importing
+    the world, are the fact world's relations."""
+    from claw_lib.config import FACT_RELATIONS
+    from claw_lib.toy.world import RELATIONS
+
+    assert tuple(RELATIONS) == FACT_RELATIONS

@@ -306,3 +306,62 @@ def test_the_output_rule_refuses_a_folder_that_cannot_be_written_OP23(tmp_path, 
                       str(imm / "x.png")], capsys)
     assert rc == 2 and "cannot be written" in message(err) and not (tmp_path / "ok.html").exists()
     assert os.listdir(imm) == []
+
+
+# --------------------------------------------------------------------------- grids: what is kept, what is counted
+def test_a_grid_whose_tables_fail_to_write_goes_on_from_its_runs_OP05b(tmp_path, capsys, monkeypatch):
+    """OP05b: the disk fills up while a grid writes its tables: one line naming the file, and the same command then
+    goes on from the finished runs (the partial file says the grid is unfinished) instead of refusing the folder
+    as one that holds results."""
+    import errno
+
+    import claw_lib.rl.ablation as ab
+
+    ran = []
+    monkeypatch.setattr(ab, "train", lambda cfg: ran.append(cfg.seed) or [{"step": 0, "eval/score": 0.5},
+                                                                           {"step": 1, "eval/score": 0.75}])
+    real = ab.report_text
+
+    def full_disk(rows):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ab, "report_text", full_disk)
+    g = tmp_path / "g"
+    args = ["reproduce", "--out", str(g), "--users", "correcting", "--strategies", "binary", "--seeds", "0", "1",
+            "--steps", "1"]
+    rc, _, err = run(args, capsys)
+    assert rc == 2 and "No space left on device" in message(err) and (g / ab.PARTIAL).exists() and ran == [0, 1]
+    monkeypatch.setattr(ab, "report_text", real)
+    rc, _, err = run(args, capsys)
+    assert rc == 0 and ran == [0, 1] and (g / "ablation.md").exists() and not (g / ab.PARTIAL).exists()
+
+
+def test_an_interrupted_joint_grid_counts_runs_not_persona_rows_IR03(tmp_path, capsys, monkeypatch):
+    """IR03: after one finished joint run (its row and its two personas' rows) the interrupt says 1 finished run
+    (before: 3)."""
+    import claw_lib.rl.ablation as ab
+
+    g = tmp_path / "g"
+
+    def one_run_then_ctrl_c(out, **kw):
+        g.mkdir()
+        lines = [{"settings": {}}] + [{"key": k, "row": {}, "curve": []} for k in
+                                      ("joint-v2/binary_rl/0", "joint-v2:teacher/binary_rl/0", "joint-v2:student/binary_rl/0")]
+        (g / ab.PARTIAL).write_text("".join(json.dumps(x) + "\n" for x in lines))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "reproduce", one_run_then_ctrl_c)
+    rc, _, err = run(["reproduce", "--grid", "joint", "--out", str(g)], capsys)
+    assert rc == 130 and "interrupted; 1 finished run(s) are kept" in err and ab.finished_runs(g / ab.PARTIAL) == 1
+
+
+def test_readme_tables_has_an_argument_parser_TL10(tmp_path, capsys):
+    """TL10: an unknown argument is an error (exit 2, argparse's usage), --out writes the tables (refused when the
+    file exists), and the printed tables are unchanged (tests/test_readme_tables.py)."""
+    rt = script("tools/readme_tables.py")
+    with pytest.raises(SystemExit) as e:
+        rt.main(["--bogus"])
+    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+    out = tmp_path / "tables.md"
+    assert rt.main(["--out", str(out)]) == 0 and out.read_text().startswith("## table3")
+    assert "already exists" in exits(rt.main, ["--out", str(out)])
