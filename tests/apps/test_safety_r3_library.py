@@ -20,7 +20,7 @@ PAIR = ("法国的首都是伦敦。", "不对，法国的首都是巴黎。")
 
 
 # --------------------------------------------------------------------------- config.validate
-def test_counts_must_be_integers_and_numbers_numbers_C01_C02_C03():
+def test_counts_are_integers_and_numbers_are_numbers_C01_C02_C03():
     """C01: steps=2.5 is refused naming steps (before: accepted, then a TypeError after the model loaded). C02:
     batch_size=True is refused (before: run as 1). C03: lora_rank="4" is refused naming lora_rank (before: a
     TypeError comparing str and int)."""
