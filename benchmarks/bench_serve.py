@@ -183,6 +183,9 @@ def main(argv=None) -> int:
             print(f"repeat {k + 1} {kind}: {r['wall_s']:.1f} s, {r['updates']} updates, p95 "
                   f"{pct(r['latency'], 95):.1f} ms", flush=True)
     lines += latency_lines(runs) + throughput_lines(runs, a.sessions)
+    if hasattr(os, "getloadavg"):
+        lines.append(f"1-minute load of the machine at the end: {os.getloadavg()[0]:.2f} (2 cores: other work ran "
+                     "beside the benchmark, so single runs drift; compare the pooled and mean numbers).")
     publish_report("\n".join(lines), out, a.force)
     return 0
 
