@@ -1,0 +1,103 @@
+"""The judge loop's other judges and the session timeout, through real HTTP."""
+import time
+
+import httpx
+import openai
+
+from claw_lib.config import PPOConfig
+from claw_lib.serve import LiveServer, ServeConfig
+
+Q = [{"role": "user", "content": "土耳其的首都是哪里？"}]
+
+
+def _cfg(**kw):
+    return ServeConfig(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1, max_new_tokens=12),
+                       **kw)
+
+
+def test_a_silent_session_gives_no_sample_for_its_open_turn():
+    with LiveServer(_cfg(session_timeout_s=0.5), port=0) as srv:
+        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "quiet"})
+        t_end = time.time() + 10
+        while time.time() < t_end and srv.system.turns["quiet#0"].status != "no_sample":
+            time.sleep(0.1)
+        view = httpx.get(srv.url + "/v1/claw/sessions/quiet").json()
+        assert view["turns"][0]["status"] == "no_sample" and view["turns"][0]["next_state"] is None
+        assert not view["done"]  # the session may go on: its next turn starts fresh
+        r = c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "quiet"})
+        assert r.model_extra["claw"]["turn"] == 1
+        assert srv.system.turns["quiet#0"].next_state is None  # the late message is not the expired turn's next state
+
+
+class _JudgeEndpoint:
+    """A scripted judge behind a real OpenAI-compatible HTTP endpoint (FastAPI on uvicorn, a free port): the Binary RL
+    prompt gets \\boxed{-1}, the hint prompt a hint and \\boxed{1}; ``n`` choices per request, as the API says."""
+
+    def __init__(self):
+        import threading
+
+        import uvicorn
+        from fastapi import FastAPI
+
+        app, self.requests = FastAPI(), []
+
+        @app.post("/v1/chat/completions")
+        async def chat(body: dict):
+            self.requests.append(body)
+            hint = "HINT_START" in body["messages"][0]["content"]
+            text = "[HINT_START]土耳其的首都是安卡拉。[HINT_END] \\boxed{1}" if hint else "a correction: \\boxed{-1}"
+            return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": k, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                                for k in range(body.get("n", 1))]}
+
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.02)
+        return f"http://127.0.0.1:{self.server.servers[0].sockets[0].getsockname()[1]}"
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def test_an_openai_compatible_url_as_judge(tmp_path):
+    import json
+
+    endpoint = _JudgeEndpoint()
+    with endpoint as url, LiveServer(_cfg(judge=url, judge_model="judge-model", train=False), port=0,
+                                     out=tmp_path / "run") as srv:
+        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "j"})
+        c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
+                                                              {"role": "user", "content": "不对，是安卡拉。"}],
+                                  extra_headers={"X-Session-Id": "j", "X-Session-Done": "true"})
+        assert srv.wait_idle(60)
+        t = srv.system.turns["j#0"]
+        m = srv.system.ppo.opd.m
+        assert t.status == "scored" and t.score == -1 and t.votes == [-1] * m
+        assert t.hint == "土耳其的首都是安卡拉。" and len(t.signal) == len(t.response_ids)
+    assert {r["model"] for r in endpoint.requests} == {"judge-model"}
+    assert sum(r.get("n", 1) for r in endpoint.requests) == 2 * m  # m Binary RL votes and m hint votes
+    prm = [json.loads(x) for x in (tmp_path / "run" / "prm.jsonl").read_text().splitlines()]
+    opd = [json.loads(x) for x in (tmp_path / "run" / "opd.jsonl").read_text().splitlines()]
+    assert prm == [{"session_id": "j", "turn": 0, "score": -1, "votes": [-1] * m,
+                    "representative_eval": "a correction: \\boxed{-1}"}]
+    assert opd[0]["accepted"] and opd[0]["hint_len"] == len("土耳其的首都是安卡拉。")
+    assert opd[0]["teacher_logprob_len"] == len(t.response_ids) and len(opd[0]["votes"]) == m
+
+
+def test_an_unreachable_judge_gives_failed_votes_not_a_crash(tmp_path):
+    with LiveServer(_cfg(judge="http://127.0.0.1:9", train=False), port=0) as srv:  # port 9: nothing listens
+        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "u"})
+        c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
+                                                              {"role": "user", "content": "不对，是安卡拉。"}],
+                                  extra_headers={"X-Session-Id": "u", "X-Session-Done": "true"})
+        assert srv.wait_idle(120)
+        t = srv.system.turns["u#0"]
+        assert t.status == "excluded" and t.score == 0 and all(v is None for v in t.votes)
