@@ -12,18 +12,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from claw_lib.rl.ablation import PAPER, load_results, paired, summarise  # noqa: E402
+from claw_lib.rl.ablation import PAPER, UNTIL_STABLE, load_results, paired, summarise  # noqa: E402
 
 METHOD = {"binary_rl": "Binary RL", "opd": "OPD (policy gradient)", "combined": "Combined",
           "opd_kl": "OPD as distillation (forward KL)", "sentence": "sentence-level (control)",
           "binary": "binary tokens", "continuous": "continuous tokens", "perplexity": "perplexity tokens"}
-HEAD = ("| setting | method | base | after 8 steps | after {n} steps | reached 0.9 in {n} steps | paper (Qwen3-4B): 8 / 16 |\n"
+HEAD = ("| setting | method | base | after 8 steps | after {n} steps | steps until stable, never = {n} (reached) | "
+        "paper (Qwen3-4B): 8 / 16 |\n"
         "|---|---|---|---|---|---|---|")
-PAIR_HEAD = "| setting | difference | final score, mean +- s.e. | seeds better / tied / worse |\n|---|---|---|---|"
+PAIR_HEAD = ("| setting | difference | final score, mean +- s.e. | seeds better / tied / worse | "
+             "steps until stable, mean +- s.e. | seeds faster / tied / slower |\n|---|---|---|---|---|---|")
 
 
 def score_rows(folder, settings, strategies, paper_for=(), steps=16, header=True):
-    """One row per (setting, strategy): base, after 8, final mean +- std, seeds that reached the target; with
+    """One row per (setting, strategy): base, after 8, final mean +- std, the one speed measure (steps until the
+    score holds 0.9 three evaluations in a row, a seed that never gets there counted at the run length; mean +- s.e.,
+    and the seeds that got there: claw_lib.rl.ablation.until_stable); with
     ``header``, the table's two header lines first (without, rows to append to a table printed before)."""
     s = summarise(load_results(ROOT / folder)[0])
     lines = []
@@ -34,18 +38,22 @@ def score_rows(folder, settings, strategies, paper_for=(), steps=16, header=True
                 continue
             p = PAPER.get(strat) if user in paper_for else None
             lines.append(f"| {label} | {name} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
-                         f"{v['reached']}/{v['n']} | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
+                         f"{v['until_stable']:.1f} +- {v['until_stable_se']:.1f} ({v['stable']}/{v['n']}) | "
+                         f"{'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
     return "\n".join(([HEAD.format(n=steps)] if header else []) + lines)
 
 
 def pair_rows(folder, items):
-    """Paired differences by seed: items are (label, setting, a, b, difference name); ``folder`` may be a list of
+    """Paired differences by seed, of the final score and of the steps until stable (never = the run length; a
+    negative difference is faster): items are (label, setting, a, b, difference name); ``folder`` may be a list of
     folders whose rows are paired across (same seeds)."""
     rows = [r for f in ([folder] if isinstance(folder, str) else folder) for r in load_results(ROOT / f)[0]]
     lines = []
     for label, user, a, b, name in items:
         p = paired(rows, user, a, b)
-        lines.append(f"| {label} | {name} | {p['mean']:+.3f} +- {p['se']:.3f} | {p['wins']} / {p['ties']} / {p['losses']} |")
+        q = paired(rows, user, a, b, UNTIL_STABLE)
+        lines.append(f"| {label} | {name} | {p['mean']:+.3f} +- {p['se']:.3f} | {p['wins']} / {p['ties']} / {p['losses']} | "
+                     f"{q['mean']:+.1f} +- {q['se']:.1f} | {q['losses']} / {q['ties']} / {q['wins']} |")
     return "\n".join([PAIR_HEAD] + lines)
 
 

@@ -17,7 +17,7 @@ from .ppo import train
 
 __all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
            "ordering_report", "engine_report", "load_results", "PARTIAL", "steps_to_stable", "report_text",
-           "rewrite_report"]
+           "rewrite_report", "until_stable", "speed_report", "plot_until_stable", "UNTIL_STABLE"]
 
 #: the finished runs of a grid that has not finished yet (one JSON line each, after a line of the grid's
 #: settings): a grid interrupted with Ctrl-C goes on from there when the same command runs again
@@ -44,6 +44,24 @@ def steps_to_stable(curve: Sequence[tuple], target: float, k: int = STABLE_K) ->
         if all(v >= target for _, v in curve[n:n + k]):
             return curve[n][0]
     return None
+
+
+#: the one speed measure of every table, figure and reading (``paired(..., key=UNTIL_STABLE)``, :func:`until_stable`)
+UNTIL_STABLE = "until_stable"
+
+
+def until_stable(row: Dict) -> int:
+    """The kit's one speed measure for a run (a row of ``ablation.csv``): the steps until the eval score holds the
+    target :data:`STABLE_K` evaluations in a row (:func:`steps_to_stable`), a run that never gets there counted at
+    the run's length ``row["steps"]``, so a lower bound for it (the live system counts sessions the same way:
+    :func:`claw_lib.serve.simulate.counted_sessions`). Always read next to the share of seeds that got there:
+    a mean over only those seeds favours the method that rarely gets there (its few lucky seeds), and reversed two
+    orderings notebook 09 once displayed.
+
+    >>> until_stable({"steps_to_stable": 6, "steps": 16}), until_stable({"steps_to_stable": None, "steps": 16})
+    (6, 16)
+    """
+    return int(row["steps"]) if row.get("steps_to_stable") is None else int(row["steps_to_stable"])
 
 
 def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
@@ -272,13 +290,16 @@ def _mean_known(xs) -> Optional[float]:
 
 
 def summarise(rows: List[Dict]) -> Dict:
-    """(user, strategy) -> mean and std over seeds of base, step-8 and final scores, steps to target."""
+    """(user, strategy) -> mean and std over seeds of base, step-8 and final scores; the speed measure
+    (:func:`until_stable`): ``until_stable`` its mean over the seeds (never = the run length), ``until_stable_se`` the
+    standard error of that mean (std ddof 1 / sqrt n; 0 for one seed), ``stable`` the seeds that got there and
+    ``n`` the seeds; ``steps_to_target`` (the first evaluation at the target, mean over the seeds that reached it)
+    and ``reached`` (seeds that reached it once) are kept for code that reads them, and shown by no table."""
     out = {}
     for key in sorted({(r["user"], r["strategy"]) for r in rows}):
         rs = [r for r in rows if (r["user"], r["strategy"]) == key]
         stt = [r["steps_to_target"] for r in rs]
-        sts = [r["steps_to_stable"] * r.get("batch_size", LEGACY_BATCH) if r.get("steps_to_stable") is not None
-               else None for r in rs]
+        us = np.array([until_stable(r) for r in rs], float) if all("steps" in r for r in rs) else None
         out[key] = {
             "base": float(np.mean([r["base_score"] for r in rs])),
             "at_8": _nanmean([r["score_at_8"] for r in rs]),
@@ -286,33 +307,42 @@ def summarise(rows: List[Dict]) -> Dict:
             "final_std": float(np.std([r["final_score"] for r in rs])),
             "steps_to_target": _mean_known(stt),
             "reached": sum(s is not None for s in stt), "n": len(rs),
-            "interactions_to_stable": _mean_known(sts),
-            "stable": sum(x is not None for x in sts),
+            "until_stable": None if us is None else float(us.mean()),
+            "until_stable_se": None if us is None else (float(us.std(ddof=1) / np.sqrt(len(us))) if len(us) > 1 else 0.0),
+            "stable": sum(r.get("steps_to_stable") is not None for r in rs),
+            "steps": None if us is None else max(int(r["steps"]) for r in rs),
         }
     return out
 
 
+def _stable_cell(v: Dict) -> str:
+    """"12.4 +- 1.1 (3/10)": the mean steps until stable (never = the run length) +- s.e., and the seeds that got
+    there."""
+    if v["until_stable"] is None:
+        return "-"
+    return f"{v['until_stable']:.1f} +- {v['until_stable_se']:.1f} ({v['stable']}/{v['n']})"
+
+
 def markdown_table(rows: List[Dict]) -> str:
-    """Mean +- std over seeds per user and strategy; steps to the target; the user turns trained on until the
-    target holds :data:`STABLE_K` evaluations in a row (:func:`steps_to_stable` x the batch size); the paper's
-    numbers only on the setting that stands for the paper's Table 3 (:data:`~claw_lib.rl.grids.PAPER_SETTINGS`)."""
+    """Mean +- std over seeds per user and strategy; the one speed measure, steps until the target holds
+    :data:`STABLE_K` evaluations in a row with a seed that never gets there counted at the run length
+    (:func:`until_stable`; mean +- s.e. and the seeds that got there); the paper's numbers only on the setting
+    that stands for the paper's Table 3 (:data:`~claw_lib.rl.grids.PAPER_SETTINGS`)."""
     s = summarise(rows)
-    lines = ["| user | strategy | base | after 8 steps | final | steps to target (reached/seeds) | "
-             f"user turns until it holds {STABLE_K} evaluations in a row (reached/seeds) | paper: after 8 / 16 |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| user | strategy | base | after 8 steps | final | "
+             f"steps until it holds {STABLE_K} evaluations in a row, never = run length (reached/seeds) | "
+             "paper: after 8 / 16 |",
+             "|---|---|---|---|---|---|---|"]
     for (user, strat), v in s.items():
         p = PAPER.get(strat) if user in PAPER_SETTINGS else None
-        stt = "-" if v["steps_to_target"] is None else f"{v['steps_to_target']:.1f}"
-        its = "-" if v["interactions_to_stable"] is None else f"{v['interactions_to_stable']:.0f}"
         lines.append(f"| {user} | {strat} | {v['base']:.2f} | {v['at_8']:.2f} | {v['final']:.2f} +- {v['final_std']:.2f} | "
-                     f"{stt} ({v['reached']}/{v['n']}) | {its} ({v['stable']}/{v['n']}) | "
-                     f"{'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
+                     f"{_stable_cell(v)} | {'' if p is None else f'{p[0]:.2f} / {p[1]:.2f}'} |")
     return "\n".join(lines)
 
 
 def report_text(rows: List[Dict]) -> str:
     """The text of a grid's ``ablation.md``: the table, then the paired orderings and engine comparisons."""
-    report = "\n\n".join(r for r in (ordering_report(rows), engine_report(rows)) if r)
+    report = "\n\n".join(r for r in (ordering_report(rows), speed_report(rows), engine_report(rows)) if r)
     return markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "")
 
 
@@ -369,11 +399,12 @@ def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optio
     Seeds pair the runs (same prompts, same eval set, same initial weights), so the per-seed
     difference d_k = a_k - b_k removes the seed-to-seed spread both share. Returns None when the two
     have no seed in common, else {"n", "mean" (mean of d), "se" (std(d, ddof=1) / sqrt(n); 0 for n = 1),
-    "wins", "ties", "losses" (seeds with d > 0, d == 0, d < 0)}.
+    "wins", "ties", "losses" (seeds with d > 0, d == 0, d < 0)}. ``key`` :data:`UNTIL_STABLE` pairs the speed
+    measure (:func:`until_stable`; lower is faster, so "wins" are the seeds where ``a`` was slower).
     """
     a, b = [(user, x) if isinstance(x, str) else tuple(x) for x in (a, b)]
-    va = {r["seed"]: float(r[key]) for r in rows if (r["user"], r["strategy"]) == a}
-    vb = {r["seed"]: float(r[key]) for r in rows if (r["user"], r["strategy"]) == b}
+    va = {r["seed"]: _value(r, key) for r in rows if (r["user"], r["strategy"]) == a}
+    vb = {r["seed"]: _value(r, key) for r in rows if (r["user"], r["strategy"]) == b}
     common = sorted(set(va) & set(vb))
     if not common:
         return None
@@ -381,6 +412,10 @@ def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optio
     se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
     return {"n": len(d), "mean": float(d.mean()), "se": se, "wins": int((d > 0).sum()), "ties": int((d == 0).sum()),
             "losses": int((d < 0).sum())}
+
+
+def _value(r: Dict, key: str) -> float:
+    return float(until_stable(r)) if key == UNTIL_STABLE else float(r[key])
 
 
 def _paired_cells(p: Dict) -> str:
@@ -406,6 +441,47 @@ def ordering_report(rows: List[Dict], pairs=ORDERING, key: str = "final_score") 
                 continue
             lines.append(f"| {user} | {a} - {b} | {_paired_cells(p)} |")
     return _table("| setting | paired difference | final score, mean +- s.e. | seeds better / tied / worse |", lines)
+
+
+def speed_report(rows: List[Dict], pairs=ORDERING) -> str:
+    """Markdown lines: for each setting and pair (a, b) both ran, the paired difference of the steps until stable
+    (:func:`until_stable`, never = the run length), mean +- s.e., and the seeds on which ``a`` was faster / tied /
+    slower. "" when no pair ran."""
+    lines = []
+    for user in sorted({r["user"] for r in rows}):
+        for a, b in pairs:
+            p = paired(rows, user, a, b, UNTIL_STABLE)
+            if p is None:
+                continue
+            lines.append(f"| {user} | {a} - {b} | {p['mean']:+.1f} +- {p['se']:.1f} | "
+                         f"{p['losses']} / {p['ties']} / {p['wins']} |")
+    return _table("| setting | paired difference | steps until stable (never = run length), mean +- s.e. | "
+                  "seeds faster / tied / slower |", lines)
+
+
+def plot_until_stable(ax, labels: Sequence[str], stats: Sequence[Dict], cap: Optional[int] = None, colors=None,
+                      offset: float = 0.0, width: float = 0.8, label: Optional[str] = None):
+    """Bars of the speed measure (:func:`summarise`'s ``until_stable``: steps until stable, never = the run length),
+    one per entry of ``stats``, each with "reached/seeds" above it. A bar with a seed that never got there is
+    hatched (a lower bound); one where no seed got there is a white hatched bar at the cap, never a zero-height bar
+    on this lower-is-better axis; the cap (the run length) is a dashed line. Returns the bars."""
+    cap = cap or max(v["steps"] for v in stats)
+    x = np.arange(len(stats)) + offset
+    heights = [v["until_stable"] for v in stats]
+    bars = ax.bar(x, heights, width=width, color=colors, label=label)
+    for bar, v in zip(bars, stats):
+        if v["stable"] < v["n"]:
+            bar.set_hatch("//")
+            bar.set_edgecolor("black" if v["stable"] else "grey")
+            if v["stable"] == 0:
+                bar.set_facecolor("white")
+        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height() + 0.2, f"{v['stable']}/{v['n']}", ha="center",
+                fontsize=7)
+    ax.axhline(cap, color="grey", lw=0.8, ls="--")
+    ax.set_ylim(0, cap * 1.12)
+    if not offset:
+        ax.set_xticks(range(len(stats)), labels, fontsize=7)
+    return bars
 
 
 def engine_report(rows: List[Dict], key: str = "final_score") -> str:

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from claw_lib.rl.ablation import (markdown_table, ordering_report, paired, reproduce, steps_to_stable, steps_to_target,
-                                  summarise)
+from claw_lib.rl.ablation import (UNTIL_STABLE, markdown_table, ordering_report, paired, plot_until_stable, reproduce,
+                                  speed_report, steps_to_stable, steps_to_target, summarise, until_stable)
 
 
 def test_ablation_helpers(tmp_path):
@@ -26,16 +26,51 @@ def test_ablation_helpers(tmp_path):
 
 
 def test_steps_to_stable_by_hand():
-    """The first evaluation from which the target holds three evaluations in a row; summarise turns it into user
-    turns (x batch size) over the seeds that got there."""
+    """The first evaluation from which the target holds three evaluations in a row; summarise averages it over all
+    the seeds, a seed that never gets there counted at the run length (16), with the s.e. and the seeds that got
+    there (never a mean over the lucky seeds only: that would say 8.0 here)."""
     curve = [(0, 0.2), (2, 0.95), (4, 0.8), (6, 0.9), (8, 0.92), (10, 1.0), (12, 0.7)]
     assert steps_to_stable(curve, 0.9) == 6 and steps_to_stable(curve, 0.9, k=1) == 2
     assert steps_to_stable(curve, 0.9, k=4) is None and steps_to_stable([], 0.9) is None
     rows = [{"strategy": "opd", "user": "teacher", "seed": k, "base_score": 0.2, "score_at_8": 0.5, "final_score": 0.9,
-             "steps_to_target": 2, "steps_to_stable": st, "batch_size": 16} for k, st in enumerate([6, 10, None])]
+             "steps_to_target": 2, "steps_to_stable": st, "batch_size": 16, "steps": 16}
+            for k, st in enumerate([6, 10, None])]
     s = summarise(rows)[("teacher", "opd")]
-    assert s["interactions_to_stable"] == (6 + 10) / 2 * 16 and s["stable"] == 2
-    assert "| 128 (2/3) |" in markdown_table(rows)
+    x = np.array([6, 10, 16.0])
+    assert s["until_stable"] == pytest.approx(x.mean()) and s["stable"] == 2 and s["n"] == 3
+    assert s["until_stable_se"] == pytest.approx(x.std(ddof=1) / np.sqrt(3))
+    assert [until_stable(r) for r in rows] == [6, 10, 16]
+    assert "| 10.7 +- 2.9 (2/3) |" in markdown_table(rows)
+
+
+def test_speed_is_paired_per_seed_with_never_at_the_cap():
+    """paired(key=UNTIL_STABLE) pairs the capped steps per seed; the speed table counts a's faster seeds first; a
+    method that got there only on its lucky seeds is not shown faster than one that got there on most."""
+    a = [4, None, None, None]   # mean over the seeds that got there: 4 (looks fastest); capped: 13.0
+    b = [8, 8, 10, None]        # mean over the seeds that got there: 8.7; capped: 10.5
+    rows = [{"strategy": m, "user": "u", "seed": k, "steps_to_stable": v, "steps": 16}
+            for m, vs in (("a", a), ("b", b)) for k, v in enumerate(vs)]
+    p = paired(rows, "u", "a", "b", UNTIL_STABLE)
+    d = np.array([4 - 8, 16 - 8, 16 - 10, 0.0])
+    assert p["mean"] == pytest.approx(d.mean()) == 2.5 and p["se"] == pytest.approx(d.std(ddof=1) / 2)
+    assert (p["wins"], p["ties"], p["losses"]) == (2, 1, 1)  # a slower on 2 seeds, faster on 1
+    rep = speed_report(rows, pairs=[("a", "b")])
+    assert "| u | a - b | +2.5 +- 2.8 | 1 / 1 / 2 |" in rep
+
+
+def test_until_stable_bars_are_never_zero_height():
+    """plot_until_stable: a method that never got there is a white hatched bar at the cap, one with some seeds
+    never is hatched, one where every seed got there is plain."""
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    stats = [{"until_stable": 16.0, "stable": 0, "n": 3, "steps": 16},
+             {"until_stable": 10.7, "stable": 2, "n": 3, "steps": 16},
+             {"until_stable": 4.0, "stable": 3, "n": 3, "steps": 16}]
+    bars = plot_until_stable(ax, ["never", "some", "all"], stats)
+    assert [b.get_height() for b in bars] == [16.0, 10.7, 4.0]
+    assert [b.get_hatch() for b in bars] == ["//", "//", None]
+    assert bars[0].get_facecolor()[:3] == (1.0, 1.0, 1.0)
 
 
 def test_paired_difference_against_hand_computation():
