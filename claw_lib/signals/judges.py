@@ -121,8 +121,10 @@ def hint_candidates(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS, 
     stripped, longer than ``min_chars``), exact duplicates dropped, **shortest first** (ties in vote order), at most
     ``max_candidates``. Empty when no vote is good. Refuses (ValueError) ``max_candidates`` < 1 (H01: -1 dropped the
     longest) and ``min_chars`` < 0 (H02: an empty hint passed), and a hint that is not a string (TypeError, H03)."""
+    import numbers
+
     for name, v, least in (("min_chars", min_chars, 0), ("max_candidates", max_candidates, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {v!r}")
     good: List[str] = []
     for v in votes:

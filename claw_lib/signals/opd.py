@@ -216,9 +216,10 @@ def _check_clip_args(clip, eps, eps_high) -> None:
     """clip finite (<= 0: no clip), 0 <= eps < 1, eps_high >= 0 and finite, as config.validate requires (P01: a
     NaN clip silently meant no clip; P02: negative eps made clamp's min exceed its max)."""
     import math
+    import numbers
 
     for name, v in (("clip", clip), ("eps", eps), ("eps_high", eps_high)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number, got {v!r}")
     if not 0 <= eps < 1:
         raise ValueError(f"eps must be in [0, 1), got {eps}")
