@@ -50,7 +50,8 @@ def check_fits(cfg: PPOConfig, model, tokenizer, tasks, step_tasks, device: str,
     from ..models.lm import max_positions
     from .ppo import eval_tokens
 
-    lengths = [len(tokenizer(getattr(t, "prompt", "")).input_ids) for t in list(tasks) + list(step_tasks)]
+    prompts = [getattr(t, "prompt", "") for t in list(tasks) + list(step_tasks)]
+    lengths = [len(x) for x in tokenizer(prompts)["input_ids"]] if prompts else []  # one batched call
     longest = max(lengths, default=0)
     positions = max_positions(model)
     new = max(cfg.max_new_tokens, eval_tokens(cfg)) if engine == "kit" else cfg.max_new_tokens

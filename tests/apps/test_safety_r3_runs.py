@@ -24,8 +24,9 @@ def _values(folder, key="policy/loss"):
 
 # --------------------------------------------------------------------------- LoRA
 def test_the_same_lora_run_repeats_bit_for_bit_LR01(tmp_path, capsys):
-    """LR01: the same command and seed give the same LoRA run (before: the adapters were drawn before the run was
-    seeded, from torch's per-process state, and the losses differed from step 2 on)."""
+    """LR01: the same command and seed give the same LoRA run, and a LoRA run extended from its checkpoint is the
+    uninterrupted run (before: the adapters were drawn before the run was seeded, from torch's per-process state,
+    and the losses differed from step 2 on)."""
     torch.manual_seed(1)  # another state of the global generator before each run: it must not matter
     assert run(["train", "--lora-rank", "4", "--out", str(tmp_path / "a")] + SMALL, capsys)[0] == 0
     torch.manual_seed(2)
@@ -35,6 +36,11 @@ def test_the_same_lora_run_repeats_bit_for_bit_LR01(tmp_path, capsys):
              a.splitlines()], [{k: v for k, v in json.loads(x).items() if not k.startswith(("timing/", "memory/"))}
                                for x in b.splitlines()]
     assert strip[0] == strip[1] and len(strip[0]) == 3
+    # an extended LoRA run is the uninterrupted one (before: 38 values differed)
+    lora = ["train", "--lora-rank", "4", "--batch-size", "2", "--eval-size", "2", "--threads", "1"]
+    assert run(lora + ["--steps", "3", "--out", str(tmp_path / "a")], capsys)[0] == 0
+    assert run(lora + ["--steps", "3", "--out", str(tmp_path / "c")], capsys)[0] == 0
+    assert _values(tmp_path / "a") == _values(tmp_path / "c") and len(_values(tmp_path / "c")) == 4
     from claw_lib.models.lm import load_causal_lm
     from claw_lib.models.lora import add_lora, trainable_state_dict
 
