@@ -1,5 +1,6 @@
 """Small shared helpers: cache folder, device choice, seeding (notebook 00), and safe outputs (files
-written whole or not at all, locked run folders, no silent reuse of a folder that holds results)."""
+written whole or not at all, locked run folders, no silent reuse of a folder that holds results, one rule for
+every output file: :func:`check_out_file`)."""
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,7 @@ import numpy as np
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file", "OutputFolder", "MARKER",
-           "script_main", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
+           "script_main", "disk_errors", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
 
 
 def cache_dir() -> Path:

