@@ -144,7 +144,8 @@ class RuleJudge:
 
     A user's reply (``role="user"``): correction or preference markers -> -1, thanks -> +1, vague or
     unknown -> 0; the hint is the corrective clauses of the reply (lead-in "不对，"/"No, " kept, asides
-    dropped), so a correction becomes "不对，法国的首都是巴黎。". A tool's output (``role="tool"``), by
+    dropped), so a correction becomes "不对，法国的首都是巴黎。"; a reply that only asks a new question (vote 0, ends
+    with a question mark: the next question of a live session) carries no hint. A tool's output (``role="tool"``), by
     OpenClaw-RL's rules: an error the call caused -> -1, and the error text is the hint; a result
     without error is progress (+1) and not hindsight (no hint).
     """
@@ -203,6 +204,8 @@ class RuleJudge:
         cc = clean_correction(next_state or "")
         if cc.affirmation or not cc.text.strip():
             return HintVote(False, None, "\\boxed{-1} no hindsight information")
+        if _new_question(next_state) and self.vote(response, next_state, role).score == 0:
+            return HintVote(False, None, "\\boxed{-1} a new question says nothing about the answer")
         zh = is_chinese(next_state)
         lead = ""
         if any(d.strip(" ，,。.").casefold() in HINT_LEADS for d in cc.dropped):
@@ -210,6 +213,12 @@ class RuleJudge:
         text = cc.text if zh else cc.text[0].lower() + cc.text[1:] if lead else cc.text
         hint = lead + text
         return HintVote(True, hint, f"\\boxed{{1}}[HINT_START]{hint}[HINT_END]")
+
+
+def _new_question(text: str) -> bool:
+    """A reply that only asks something (ends with a question mark): in a live session the next question, which
+    carries no hindsight about the answer before it (no toy-world reply is one: they thank, correct or complain)."""
+    return (text or "").strip().endswith(("?", "？"))
 
 
 # --------------------------------------------------------------------------- LLM judge

@@ -101,3 +101,19 @@ def test_an_unreachable_judge_gives_failed_votes_not_a_crash(tmp_path):
         assert srv.wait_idle(120)
         t = srv.system.turns["u#0"]
         assert t.status == "excluded" and t.score == 0 and all(v is None for v in t.votes)
+
+
+def test_the_answer_to_a_reply_gives_no_sample_when_the_next_message_is_a_question():
+    with LiveServer(_cfg(train=False), port=0) as srv:
+        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+        msgs = list(Q)
+        for content in ("不对，土耳其的首都是安卡拉。", "德国的首都是哪里？"):
+            a = c.chat.completions.create(model="tiny", messages=msgs, extra_headers={"X-Session-Id": "qq"})
+            msgs += [{"role": "assistant", "content": a.choices[0].message.content}, {"role": "user", "content": content}]
+        c.chat.completions.create(model="tiny", messages=msgs, extra_headers={"X-Session-Id": "qq", "X-Session-Done": "1"})
+        assert srv.wait_idle(60)
+        answer, reply_answer, last = httpx.get(srv.url + "/v1/claw/sessions/qq").json()["turns"]
+        assert answer["hint"] == "不对，土耳其的首都是安卡拉。" and answer["status"] == "scored"
+        assert reply_answer["next_state"] == "德国的首都是哪里？" and reply_answer["hint"] is None
+        assert reply_answer["score"] == 0 and reply_answer["status"] == "excluded"
+        assert last["status"] == "no_sample"

@@ -154,3 +154,31 @@ def test_rule_judge_phrasings_split_correction_and_preference():
             RuleJudge(bad)
     sig = judge_turn("法国的首都是伦敦。", reply, cfg=OPDConfig(hint_candidates=3, hint_selection="shortest"))
     assert sig.hint == min([reply, "不对，法国的首都是巴黎。", pref], key=len)
+
+
+@pytest.mark.parametrize("question", ["德国的首都是哪里？", "What is the capital of Germany?", "And the flag of Japan?"])
+def test_rule_judge_takes_no_hint_from_a_new_question(question):
+    """A live session's next question is the next state of the answer before it: vote 0 and no hint (it says
+    nothing about that answer), where the rule used to keep any reply that is not a thanks."""
+    j = RuleJudge()
+    assert j.vote("巴黎", question).score == 0
+    hv = j.hint("巴黎", question)
+    assert not hv.positive and hv.hint is None
+
+
+def test_the_new_question_rule_changes_no_toy_reply():
+    """Every reply of every simulated user (vague complaints included) gets the same hint as before the rule: the
+    rule only reads replies that vote 0 and end with a question mark, and none of theirs do."""
+    from claw_lib.config import TaskConfig
+    from claw_lib.toy.users import make_env
+
+    j = RuleJudge()
+    for user in ("correcting", "teacher", "student", "ta", "tool"):
+        for p_vague in (None, 0.9):
+            env = make_env(TaskConfig(user=user) if p_vague is None else TaskConfig(user=user, p_vague=p_vague), 0)
+            env.reset(1)
+            for t in env.sample(200):
+                for resp in ("", t.fact.answer(), "伦敦", "something else"):
+                    fb = env.step(t, resp)
+                    asks = fb.next_state.strip().endswith(("?", "？")) and j.vote(resp, fb.next_state, fb.role).score == 0
+                    assert not asks, fb.next_state
