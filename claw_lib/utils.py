@@ -455,6 +455,9 @@ class OutputFolder:
         if folder is None or str(folder).strip() == "":
             raise ValueError(f"the {what} folder name is empty; give a folder (e.g. --out runs/mine)")
         p = Path(folder)
+        why = special_file(p)  # the output rule of every writer: no folder under /proc or /sys either
+        if why:
+            raise ValueError(f"the {what} folder {p} {why}; give a folder of your own")
         self = cls(p, kind, what, names, legacy)
         self._check(force)
         return self

@@ -72,6 +72,8 @@ def test_proc_paths_are_refused_not_written_OP01_OP24c(pairs, capsys):
 
     with pytest.raises(CLIError, match="kernel interface"):
         _file_out("/proc/sys/kernel/hostname", force=True)
+    with pytest.raises(ValueError, match="kernel interface"):  # an output folder follows the same rule
+        utils.OutputFolder.claim("/proc/sys/kernel", "train", force=True)
 
 
 def test_a_link_into_proc_is_refused_with_force_OP24b(pairs, tmp_path, capsys):
