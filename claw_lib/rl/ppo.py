@@ -664,7 +664,7 @@ def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
     with torch.no_grad():
         total = torch.stack([p.detach().float().abs().sum().cpu() for p in params]).sum()
     if not torch.isfinite(total):
-        if any(p.dtype == torch.float16 for p in params if p.requires_grad):  # the cause, not the defaults (DT01)
+        if any(p.dtype == torch.float16 for p in params):  # float16 weights (LoRA on them too): the cause (DT01)
             e = TrainingDivergedError(
                 f"the policy's weights became NaN or inf in the update of step {step} with dtype float16 (the kit "
                 "trains without loss scaling, so float16 updates overflow): train with dtype float32 or bfloat16")
