@@ -521,6 +521,9 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
     ax.set_xlabel("PPO step"); ax.set_ylabel("eval score (greedy)"); ax.set_ylim(0, 1.02)
     ax.set_title(f"user: {user}"); ax.legend(fontsize=7, ncol=2)
     ax.figure.tight_layout()
-    if path is not None:
-        ax.figure.savefig(path, dpi=100)
+    if path is not None:  # whole or not at all, by the output rule of every writer (utils.atomic_write)
+        from ..utils import atomic_write
+
+        with atomic_write(path, "wb") as f:
+            ax.figure.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=100)
     return ax
