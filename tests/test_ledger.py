@@ -1,0 +1,96 @@
+"""The reproduction ledger (docs/reproduction.md) is what tools/ledger.py writes from the committed results; its
+verdict rule by hand; its numbers against a computation from the CSVs that does not use claw_lib.rl.ablation; the
+READMEs and notebook 09 link it."""
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ledger():
+    spec = importlib.util.spec_from_file_location("ledger", ROOT / "tools" / "ledger.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_committed_ledger_is_what_the_script_writes():
+    mod = _ledger()
+    assert (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8") == mod.render(), \
+        "docs/reproduction.md is stale: run .venv/bin/python tools/ledger.py --write"
+    assert mod.main(["--check"]) == 0
+
+
+def test_verdict_and_evidence_rules_by_hand():
+    mod = _ledger()
+    p = lambda mean, se, n=10, **k: {"mean": mean, "se": se, "n": n, **k}  # noqa: E731
+    assert mod.verdict(p(0.3, 0.1), +1) == "reproduced"
+    assert mod.verdict(p(0.1, 0.1), +1) == "direction only"        # within two s.e.
+    assert mod.verdict(p(0.3, 0.01, n=3), +1) == "direction only"  # three seeds are never enough
+    assert mod.verdict(p(-0.3, 0.1), +1) == "not reproduced" and mod.verdict(p(0.0, 0.0), +1) == "not reproduced"
+    assert mod.verdict(p(-9.8, 4.1, n=5, live=True), -1) == "reproduced"
+    assert mod.evidence(p(0.3, 0.1)).startswith("ten seeds, paired, beyond")
+    assert mod.evidence(p(0.2, 0.1)).startswith("ten seeds, paired, within")   # exactly 2 s.e. is within
+    assert mod.evidence(p(0.2, 0.1, n=3)).startswith("three seeds")
+
+
+def _csv(folder):
+    with open(ROOT / "results" / folder / "ablation.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _pair(rows_a, rows_b, value):
+    a = {r["seed"]: value(r) for r in rows_a}
+    b = {r["seed"]: value(r) for r in rows_b}
+    d = np.array([a[k] - b[k] for k in sorted(set(a) & set(b))])
+    return d.mean(), d.std(ddof=1) / np.sqrt(len(d))
+
+
+def test_ledger_numbers_against_the_csvs():
+    """Three rows recomputed from the raw CSVs with numpy: a score, a speed (never = 16) and the live row."""
+    text = (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8")
+    t3 = _csv("table3")
+    pick = lambda rows, u, s: [r for r in rows if r["user"] == u and r["strategy"] == s]  # noqa: E731
+    m, se = _pair(pick(t3, "teacher-vague", "opd"), pick(t3, "teacher-vague", "binary_rl"), lambda r: float(r["final_score"]))
+    assert f"{m:+.3f} +- {se:.3f} (9 / 0 / 1 of 10" in text
+    ta = _csv("ta")
+    steps = lambda r: float(r["steps_to_stable"]) if r["steps_to_stable"] not in ("", "None") else float(r["steps"])  # noqa: E731
+    m, se = _pair(pick(ta, "ta-v2", "combined"), pick(ta, "ta-v2", "binary_rl"), steps)
+    assert (round(m, 1), round(se, 1)) == (-0.8, 0.6) and f"{m:+.1f} +- {se:.1f} steps (2 / 8 / 0 of 10" in text
+    # the live system: sessions until three holding sessions in a row, never = the run's length
+    with open(ROOT / "results" / "serve" / "sessions_to_stable.csv", newline="") as f:
+        live = list(csv.DictReader(f))
+    counted = {}
+    for (s, k) in {(r["strategy"], r["seed"]) for r in live}:
+        holds = [r["holds"] == "True" for r in sorted((r for r in live if (r["strategy"], r["seed"]) == (s, k)),
+                                                     key=lambda r: int(r["session"]))]
+        first = next((i for i in range(len(holds) - 2) if all(holds[i:i + 3])), len(holds))
+        counted[(s, k)] = first
+    d = np.array([counted[("combined", k)] - counted[("binary_rl", k)] for k in sorted({k for _, k in counted})])
+    assert f"{d.mean():+.1f} +- {d.std(ddof=1) / np.sqrt(len(d)):.1f} sessions" in text
+
+
+def test_ledger_has_every_kind_of_row():
+    rows = _ledger().ledger_rows()
+    sources = {r[0] for r in rows}
+    assert sources == {"article", "digest", "v2 (transcription)"}
+    assert any("live system" in r[1] for r in rows) and any("sessions_to_stable" in r[3] for r in rows)
+    assert {r[-1] for r in rows} == {"reproduced", "direction only", "not reproduced", "not run"}
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
+def test_readmes_link_the_ledger_at_the_top(readme):
+    head = (ROOT / readme).read_text(encoding="utf-8").split("\n## ", 1)[0]
+    assert "docs/reproduction.md" in head and "2603.10165" in head
+
+
+def test_notebook_09_opens_with_the_ledger():
+    nb = json.loads((ROOT / "notebooks" / "09_ablations.ipynb").read_text(encoding="utf-8"))
+    first = "".join(nb["cells"][0]["source"])
+    assert "docs/reproduction.md" in first and "For the story, read this table and the Q/A lines" in first
+    assert "想看结论，读这张表和每节的问答行" in first
