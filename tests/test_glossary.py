@@ -11,7 +11,14 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 #: variant -> the glossary's term (docs/glossary.md); the seed article's title and quotes of its own word are allowed
 DRIFT = {"二元": "二值", "本套件": "工具包", "本套教程": "工具包", "词元": "token", "Token级": "token 级",
          "Token 级": "token 级", "事后提示": "后见之明", "同策略": "在线策略", "教师型用户": "老师型用户",
-         "教师用户": "老师型用户", "老师用户": "老师型用户", "学生用户": "学生型用户", "纠正型用户": "纠错用户"}
+         "教师用户": "老师型用户", "老师用户": "老师型用户", "学生用户": "学生型用户", "纠正型用户": "纠错用户",
+         # the OPD teacher is 教师, the users are 老师型用户 / 学生型用户 (review-teaching-3 §6 item 6)
+         "老师减学生": "教师 / 学生", "读提示的老师": "教师 / 学生", "“教师型”": "老师型用户", "用户是“教师”": "老师型用户",
+         "带提示的学生": "学生型用户",
+         # the planted misconception has one name
+         "预埋的误解": "植入的误解", "预置的误解": "植入的误解", "植入的错误认知": "植入的误解"}
+#: a list item that names a user as bare 学生： / 老师： (the users are 学生型用户 / 老师型用户)
+BARE_USER = re.compile(r"^\s*(?:[-*]|\d+\.)?\s*(?:\*\*)?(?:学生|老师)(?:\*\*)?：", re.M)
 QUOTED = re.compile(r"《[^》]*》|“Token级”")
 BARE_KIT = re.compile(r"(?<![样一这那])本套(?!件|教程)")
 
@@ -29,11 +36,29 @@ def test_the_glossary_lists_every_variant():
         assert variant in text and term in text, (variant, term)
 
 
+def test_the_glossary_has_a_row_for_each_term_the_lessons_use():
+    """Terms notebooks 08 and 09 use without a row before (review-teaching-3 §3); the article's binary token reward and
+    OpenClaw's Binary RL are two rows, and GRPO's two meanings are spelled out."""
+    rows = [line for line in (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
+    first = {line.split("|")[1].strip() for line in rows}
+    for term in ("GRPO", "GAE", "PRM", "persona", "hybrid", "OPD-only", "dense / sparse hints", "planted misconception",
+                 "steps until stable", "binary reward (the article's token rule)", "Binary RL (OpenClaw-RL)"):
+        assert term in first, term
+    grpo = next(line for line in rows if line.startswith("| GRPO |"))
+    assert 'advantage="grpo"' in grpo and "no group baseline" in grpo
+
+
+def test_bare_user_names_are_caught():
+    assert BARE_USER.search("- 学生：希望回答不像机器写的") and BARE_USER.search("老师：希望评语友好")
+    assert not BARE_USER.search("- 学生型用户：希望回答不像机器写的") and not BARE_USER.search("教师减学生：")
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS + [ROOT / "README.zh-CN.md", ROOT / "docs" / "seed_map.md"], ids=lambda p: p.name)
 def test_no_drifting_chinese_terms(path):
     text = QUOTED.sub("", prose(path))
     found = {v: t for v, t in DRIFT.items() if v in text}
     found.update({"本套": "工具包"} if BARE_KIT.search(text) else {})
+    found.update({"学生： / 老师：": "学生型用户： / 老师型用户："} if BARE_USER.search(text) else {})
     assert not found, f"{path.name}: use the glossary's terms (docs/glossary.md): {found}"
 
 
