@@ -67,3 +67,26 @@ def test_no_tracker_numbers_in_teaching_prose(path):
     """A learner does not have the tracker: "issue 16" says nothing to them (README's change notes may cite it)."""
     hits = re.findall(r"\bissues? \d+", prose(path), flags=re.I)
     assert not hits, (path.name, hits)
+
+
+def _without_reliability_section(text: str) -> str:
+    """The READMEs' reliability section maps the reviews' ids to their tests (tests/README.md says where each review
+    came from); it may name the tracker issue a review was filed under. Everything else is teaching prose."""
+    for head in ("### Reliability:", "## 可靠性"):
+        if head in text:
+            start = text.index(head)
+            level = head.split(" ")[0] + " "
+            end = text.find("\n" + level, start + len(head))
+            text = text[:start] + (text[end:] if end >= 0 else "")
+    return text
+
+
+DOCS = [ROOT / "README.md", ROOT / "README.zh-CN.md"] + sorted((ROOT / "docs").glob("*.md"))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_no_tracker_numbers_in_readmes_and_docs(path):
+    """"issue 23" tells a reader nothing; upstream's GitHub issues ("upstream issue #7") are sources and may stay."""
+    text = _without_reliability_section(path.read_text(encoding="utf-8"))
+    hits = re.findall(r"(?<!upstream )(?<!upstream issues )\bissues? (?:items? )?\d+", text, flags=re.I)
+    assert not hits, (path.name, hits)
