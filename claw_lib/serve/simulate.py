@@ -168,9 +168,10 @@ class SimulationResult:
 
 def server_idle(status: dict) -> bool:
     """Whether a claw server's ``GET /v1/claw/status`` says nothing is left to do before the next session: every main
-    turn judged (``samples_pending`` 0), no update running (``updating``, when the server reports it), and no full
+    turn that has its next state judged (``samples_judging`` 0; ``samples_pending`` 0 on a server without that field),
+    no update running (``updating``, when the server reports it), and no full
     batch waiting for the trainer (``samples_scored < batch_size``, or training is not ``"running"``)."""
-    if status.get("samples_pending", 0) or status.get("updating"):
+    if status.get("samples_judging", status.get("samples_pending", 0)) or status.get("updating"):
         return False
     return status.get("training") != "running" or status.get("samples_scored", 0) < max(1, status.get("batch_size") or 1)
 
@@ -267,10 +268,12 @@ def _message(e) -> str:
     return (str(e).splitlines() or [""])[0]
 
 
-def _run_session(drv: _Driver, env, index: int, session_id: str, turns: int, side_turns: int) -> SessionRow:
+def _run_session(drv: _Driver, env, index: int, session_id: str, turns: int, side_turns: int,
+                 settle=None) -> SessionRow:
     """One session of ``turns`` questions (module docstring): question, answer, reply as the next main turn, its
     answer; ``side_turns`` side calls after each answer to a question (served, never trained); the last reply sent
-    with ``X-Session-Done``."""
+    with ``X-Session-Done``. ``settle``: called after every main-line turn (the wait of ``wait_each_turn``)."""
+    settle = settle or (lambda: None)
     t0 = time.monotonic()
     tasks = env.sample(turns)
     msgs, qs, answers, replies, scores, versions, lat = [], [], [], [], [], [], []
@@ -280,6 +283,7 @@ def _run_session(drv: _Driver, env, index: int, session_id: str, turns: int, sid
         msgs.append({"role": "user", "content": q})
         a, claw, dt = drv.chat(msgs, session_id, "main", False, where)
         versions.append(claw.get("policy_version")), lat.append(dt)
+        settle()
         msgs.append({"role": "assistant", "content": a})
         for _ in range(side_turns):
             lat.append(drv.chat(msgs + [{"role": "user", "content": SIDE_PROMPT[task.fact.lang]}], session_id, "side",
@@ -288,6 +292,7 @@ def _run_session(drv: _Driver, env, index: int, session_id: str, turns: int, sid
         msgs.append({"role": fb.role, "content": fb.next_state})
         b, claw, dt = drv.chat(msgs, session_id, "main", i == turns - 1, where)
         versions.append(claw.get("policy_version")), lat.append(dt)
+        settle()
         msgs.append({"role": "assistant", "content": b})
         qs.append(q), answers.append(a), replies.append(fb.next_state), scores.append(float(fb.score))
     return SessionRow(session=index, session_id=session_id, user=env.user.name, questions=qs, answers=answers,
@@ -311,7 +316,7 @@ def simulate(url: str, user: str = "teacher", sessions: int = 40, turns: int = 3
              model: Optional[str] = None, wait_trained: float = 120.0, side_turns: int = 0,
              temperature: Optional[float] = None, max_tokens: Optional[int] = None, timeout: float = 120.0,
              session_prefix: Optional[str] = None, progress: bool = False,
-             on_session: Optional[Callable[[SessionRow], None]] = None) -> SimulationResult:
+             on_session: Optional[Callable[[SessionRow], None]] = None, wait_each_turn: bool = False) -> SimulationResult:
     """Drive the server at ``url`` (its root, "http://127.0.0.1:8000") with ``sessions`` sessions of the simulated
     ``user`` ("teacher", "student", "ta", "correcting"), ``turns`` questions each, questions and replies
     deterministic from ``seed`` (the same seed asks the same questions of two servers: paired runs).
@@ -322,7 +327,10 @@ def simulate(url: str, user: str = "teacher", sessions: int = 40, turns: int = 3
     temperature / max_tokens: sent when given (else the server's defaults); timeout: seconds per request;
     session_prefix: session ids are ``<prefix>-0000``, ... (default ``sim-<user>-s<seed>-<random 6 hex>``: a
     server refuses a finished session's id, so each run gets fresh ones); progress: a tqdm bar over sessions;
-    on_session: called with each finished row. ValueError (one line) for a bad setting or URL, a server that
+    on_session: called with each finished row; wait_each_turn: wait (as after a session, at most ``wait_trained``
+    seconds) after every main-line turn too, so that no update lands between a batch filling and the next request:
+    the run is then exactly reproducible (the judge and the trainer still run in their own threads, but one step at
+    a time). ValueError (one line) for a bad setting or URL, a server that
     cannot be reached or answers an error."""
     from tqdm.auto import tqdm
 
@@ -341,7 +349,8 @@ def simulate(url: str, user: str = "teacher", sessions: int = 40, turns: int = 3
     try:
         with tqdm(total=sessions, desc=f"simulate {user}", unit="session", disable=not progress) as bar:
             for n in range(sessions):
-                row = _run_session(drv, env, n, f"{prefix}-{n:04d}", turns, side_turns)
+                settle = (lambda: drv.wait_idle(wait_trained)) if wait_each_turn and wait_trained > 0 and drv.claw else None
+                row = _run_session(drv, env, n, f"{prefix}-{n:04d}", turns, side_turns, settle)
                 if wait_trained > 0 and drv.claw:
                     row.waited_s, row.wait_timed_out = drv.wait_idle(wait_trained)
                 res.rows.append(row)
@@ -384,6 +393,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="after each session wait at most this long until the server has judged every turn and "
                              "trained every full batch, so the next session meets the updated policy (default 120; "
                              "0: never wait, drive the server as fast as it answers)")
+    parser.add_argument("--wait-each-turn", action="store_true",
+                        help="also wait after every main-line turn (at most --wait-trained seconds): an exactly "
+                             "reproducible run, one step at a time")
     parser.add_argument("--side-turns", type=_number(int, 0, 10), default=0,
                         help="side calls after each answer (served, never trained on; default 0)")
     parser.add_argument("--temperature", type=_number(float, 0.0, 2.0), default=None,
@@ -419,7 +431,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     done: List[SessionRow] = []
     kw = dict(user=args.user, sessions=args.sessions, turns=args.turns, seed=args.seed, model=args.model,
               wait_trained=args.wait_trained, side_turns=args.side_turns, temperature=args.temperature,
-              max_tokens=args.max_tokens, timeout=args.timeout, session_prefix=args.session_prefix)
+              max_tokens=args.max_tokens, timeout=args.timeout, session_prefix=args.session_prefix,
+              wait_each_turn=args.wait_each_turn)
     try:
         res = simulate(args.url, progress=not args.no_progress, on_session=done.append, **kw)
     except (KeyboardInterrupt, ValueError):

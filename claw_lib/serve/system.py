@@ -174,6 +174,7 @@ class LiveSystem:
             training = "stopped" if self.stopped_reason else ("running" if self.cfg.train else "off")
             return {"policy_version": self.engine.version, **self.counts,
                     "samples_pending": by.get("awaiting_next_state", 0) + by.get("judging", 0),
+                    "samples_judging": by.get("judging", 0),
                     "samples_scored": by.get("scored", 0), "samples_excluded": by.get("excluded", 0),
                     "last_update_s": self.last_update_s, "last_update_duration_s": self.last_update_duration_s,
                     "training": training, "stopped_reason": self.stopped_reason, "strategy": self.ppo.strategy,
