@@ -66,10 +66,23 @@ def tis_weights(old: torch.Tensor, served: torch.Tensor, mask: torch.Tensor, cap
 
 
 class _Loop(threading.Thread):
+    """A background loop; ``nice``: how much lower than the serving threads the OS schedules it (Linux threads have
+    their own nice value), so that on a busy CPU a request is served before a judgement or an update."""
+
+    nice = 0
+
     def __init__(self, system, name: str):
         super().__init__(name=name, daemon=True)
         self.system = system
         self.stopping = threading.Event()
+
+    def lower_priority(self) -> None:
+        import os
+
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
+        except (AttributeError, OSError, PermissionError):  # not Linux, or not allowed: the default priority
+            pass
 
     def stop(self) -> None:
         self.stopping.set()
@@ -80,6 +93,8 @@ class _Loop(threading.Thread):
 class JudgeLoop(_Loop):
     """Takes turns with a next state from the judge queue, one at a time; also closes timed-out sessions."""
 
+    nice = 5
+
     def __init__(self, system):
         super().__init__(system, "claw-judge")
         from ..rl.ppo import Scorer
@@ -88,6 +103,7 @@ class JudgeLoop(_Loop):
 
     def run(self) -> None:
         s = self.system
+        self.lower_priority()
         while not self.stopping.is_set():
             s.expire_sessions()
             try:
@@ -177,6 +193,8 @@ def make_judge(cfg):
 class TrainerLoop(_Loop):
     """Waits for ``batch_size`` scored samples, trains on them, swaps the new weights into the server."""
 
+    nice = 10
+
     def __init__(self, system):
         super().__init__(system, "claw-trainer")
         params = [p for p in system.engine.trainer.parameters() if p.requires_grad]
@@ -186,6 +204,7 @@ class TrainerLoop(_Loop):
 
     def run(self) -> None:
         s = self.system
+        self.lower_priority()
         B = s.ppo.batch_size
         while not self.stopping.is_set():
             with s.cond:
