@@ -93,7 +93,6 @@ from ..rl.ppo import (
     Rollout,
     Scorer,
     Signals,
-    _check,
     _write_metrics,
     compute_advantages,
     compute_signals,
@@ -101,6 +100,7 @@ from ..rl.ppo import (
     eval_tokens,
     prepare_policy,
 )
+from ..rl.strategies import STRATEGY_TABLE, plan
 from ..signals.opd import frozen_teacher
 from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
@@ -109,8 +109,10 @@ from ..utils import atomic_write, set_threads
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
            "train_trl", "step_parts", "merge_step_metrics"]
 
-#: the signals the TRL engine trains on (``opd_kl`` is a distillation loss, not an advantage)
+#: the signals the TRL engine trains on (the rows of :data:`claw_lib.rl.strategies.STRATEGY_TABLE` without a
+#: ``trl`` refusal; ``opd_kl`` is a distillation loss, not an advantage)
 SIGNALS = ("binary_rl", "opd", "combined", "binary", "continuous", "sentence", "perplexity")
+assert set(SIGNALS) == {n for n, s in STRATEGY_TABLE.items() if s.trl is None}
 #: the kit's loss aggregation -> the TRL loss_type that computes it (see the module docstring)
 LOSS_TYPES = {"sample_mean": "grpo", "token_mean": "dapo"}
 
@@ -192,13 +194,13 @@ class ClawGRPOTrainer(GRPOTrainer):
             model, tok = load_causal_lm(model)
             processing_class = processing_class or tok
         peft = peft_config is not None or hasattr(model, "peft_config") or has_lora(model)
-        needs_ref = cfg.strategy in ("opd", "combined", "perplexity")
+        s = plan(cfg).strategy
+        needs_ref = s.hint or s.judge_lm  # the hinted teacher or the perplexity judge (TRL holds the KL's own)
         # The copy is taken before GRPOTrainer patches the model's forward (add_fused_lm_head): a deep
         # copy of the patched model would call the original model's weights.
-        frozen = frozen_teacher(model) if needs_ref and not peft and (teacher == "frozen"
-                                                                        or cfg.strategy == "perplexity") else None
+        frozen = frozen_teacher(model) if needs_ref and not peft and (teacher == "frozen" or s.judge_lm) else None
         self.cfg, self.teacher_kind, self.tasks, self.feedback = cfg, teacher, list(tasks), feedback
-        self.loss_cfg = cfg.loss.for_strategy(cfg.strategy)
+        self.loss_cfg = plan(cfg).loss
         self.eval_env, self.eval_tasks = eval_env, list(eval_tasks or [])
         self.out_dir = Path(out_dir) if out_dir else None
         self.history: List[Dict] = []
@@ -219,26 +221,23 @@ class ClawGRPOTrainer(GRPOTrainer):
     # ------------------------------------------------------------------ set-up
     @staticmethod
     def _check_settings(cfg: PPOConfig, args: GRPOConfig, teacher: str) -> None:
-        _check(cfg)
-        if cfg.strategy not in SIGNALS:
-            raise ValueError(f"the TRL engine trains on {SIGNALS}, got {cfg.strategy!r}"
-                             + (" (opd_kl is a distillation loss; use claw_lib.rl.ppo.train)"
-                                if cfg.strategy == "opd_kl" else ""))
+        p = plan(cfg)  # checks the strategy, the distillation loss and the aggregation
+        if p.trl_signal:
+            raise ValueError(p.trl_signal.format(signals=SIGNALS))
         if cfg.task.user in ("tool-chain", "joint"):
             raise ValueError(f"task.user {cfg.task.user!r} (episodes of several calls, or several personas) runs in the "
                              "kit's loop only: use claw_lib.rl.ppo.train")
         if cfg.opd.hint_selection == "overlap":
             raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
                              "in the kit's loop only: use claw_lib.rl.ppo.train")
-        if cfg.strategy == "combined" and cfg.loss.distill == "topk_clipped":
-            raise ValueError("loss.distill 'topk_clipped' (the v2 hybrid's top-k OPD loss) runs in the kit's loop only: "
-                             "use claw_lib.rl.ppo.train")
+        if p.trl_loss:
+            raise ValueError(p.trl_loss)
         if cfg.advantage not in ("direct", "grpo"):
             raise ValueError(f"the TRL engine supports advantage 'direct' and 'grpo', got {cfg.advantage!r} "
                              "(gae needs the kit's value head: use claw_lib.rl.ppo.train)")
         if teacher not in ("frozen", "live"):
             raise ValueError(f"teacher must be 'frozen' or 'live', got {teacher!r}")
-        agg = cfg.loss.for_strategy(cfg.strategy).loss_agg
+        agg = p.loss.loss_agg
         if args.loss_type != LOSS_TYPES[agg]:
             raise ValueError(f"{cfg.strategy} aggregates the loss as {agg!r}, which is TRL's loss_type="
                              f"{LOSS_TYPES[agg]!r}, not {args.loss_type!r}; build the GRPOConfig with grpo_config(cfg)")
@@ -255,7 +254,8 @@ class ClawGRPOTrainer(GRPOTrainer):
         ref = _AdapterDisabled(unwrapped) if peft else self._frozen
         sharded = self.is_fsdp_enabled or (self.is_deepspeed_enabled
                                            and self.accelerator.state.deepspeed_plugin.zero_stage == 3)
-        if sharded and self.cfg.strategy in ("opd", "combined", "perplexity") and (peft or self.teacher_kind == "live"):
+        s = plan(self.cfg).strategy
+        if sharded and (s.hint or s.judge_lm) and (peft or self.teacher_kind == "live"):
             raise NotImplementedError(
                 "with FSDP / ZeRO-3 the sharded model's forward is a collective, and the teacher scores only the "
                 "turns with a hint (a different number on each process): use the frozen teacher without PEFT, or DDP")
@@ -477,7 +477,7 @@ def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_p
     if missing:
         raise ValueError(f"{', '.join(missing)} depend on the model: resolve them first (make_trainer does, or "
                          "claw_lib.config.resolve_for_model(cfg, n_params))")
-    L = cfg.loss.for_strategy(cfg.strategy)
+    L = plan(cfg).loss
     # the launcher's WORLD_SIZE (torchrun / accelerate launch): accelerate's state is set up by the
     # GRPOConfig itself (with use_cpu), and creating it earlier would set it up without that flag
     R = num_processes or int(os.environ.get("WORLD_SIZE", "1"))

@@ -52,7 +52,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPOConfig, SettingError
+from ..config import PPOConfig, SettingError
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..models.lm import (Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, peak_memory_gib,
                          scaled_logits)
@@ -69,13 +69,15 @@ from ..signals.opd import (
 )
 from ..toy.users import Feedback, Task
 from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
+from .strategies import STRATEGY_TABLE, Plan, plan
+from .strategies import check as _check
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
            "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
            "needs_reference"]
 
 #: strategies whose signal comes from the alignment or a judge LM's perplexity (token rewards)
-TOKEN_REWARD_STRATEGIES = ("sentence", "binary", "continuous", "perplexity")
+TOKEN_REWARD_STRATEGIES = tuple(n for n, s in STRATEGY_TABLE.items() if s.signal == "token_reward")
 
 #: Glossary of every logged metric.
 METRICS = {
@@ -146,27 +148,20 @@ def decode_response(tokenizer, ids: List[int]) -> str:
 
 
 def needs_old_logprobs(cfg: PPOConfig) -> bool:
-    """Whether a step needs the rollout's log-probs before its update: OPD's advantage uses them
-    (log pi_T - log pi_old), and with several epochs or minibatches the ratio does. Otherwise the
-    update's own first forward gives exactly the same numbers (detached), as TRL does, and the extra
-    forward is skipped."""
-    return cfg.strategy in ("opd", "combined", "opd_kl") or cfg.epochs * cfg.minibatches > 1
+    """Whether a step needs the rollout's log-probs before its update (:attr:`~claw_lib.rl.strategies.Plan.old_logprobs`)."""
+    return plan(cfg).old_logprobs
 
 
 def topk_loss(cfg: PPOConfig) -> bool:
     """Whether the update uses the paper's second version's clipped top-k OPD loss (``loss.distill="topk_clipped"``
     with ``opd_kl``, or the v2 hybrid)."""
-    return cfg.loss.distill == "topk_clipped" and (cfg.strategy == "opd_kl" or v2_hybrid(cfg))
+    return plan(cfg).loss_family in ("topk_clipped", "hybrid")
 
 
 def old_topk_width(cfg: PPOConfig) -> int:
-    """How many of the sampling policy's most likely ids per position the step reads (0: none): ``loss.clipped_k``
-    for the v2 top-k loss, ``opd.selection_k`` for choosing hints by overlap, the larger when both. The rollout
-    takes them from the forward that gives its log-probs, so neither needs a forward of its own."""
-    k = cfg.loss.clipped_k if topk_loss(cfg) else 0
-    if cfg.opd.hint_selection == "overlap" and cfg.strategy in ("opd", "combined", "opd_kl"):
-        k = max(k, cfg.opd.selection_k)
-    return k
+    """How many of the sampling policy's most likely ids per position the step reads
+    (:attr:`~claw_lib.rl.strategies.Plan.old_topk`); the rollout takes them from the forward that gives its log-probs."""
+    return plan(cfg).old_topk
 
 
 @torch.no_grad()
@@ -186,8 +181,9 @@ def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Roll
     dev = next(policy.parameters()).device
     batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
     temp = cfg.temperature  # log-probs of the distribution that was sampled, as upstream
-    logprobs, old_topk, k = None, None, old_topk_width(cfg)
-    if needs_old_logprobs(cfg):  # (B, T), and the top-k pair ((B, T, k), (B, T, k)) from the same forward
+    p = plan(cfg)
+    logprobs, old_topk, k = None, None, p.old_topk
+    if p.old_logprobs:  # (B, T), and the top-k pair ((B, T, k), (B, T, k)) from the same forward
         logprobs, old_topk = logprobs_from_batch(policy, batch, temperature=temp, topk=k) if k else \
             (logprobs_from_batch(policy, batch, temperature=temp), None)
     ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None        # (B, T)
@@ -217,14 +213,14 @@ class Scorer:
     def for_run(cls, cfg: PPOConfig, policy, ref, tokenizer) -> "Scorer":
         """The scorer ``train`` uses: teacher per ``cfg.opd.teacher``, the encoder of
         ``cfg.reward.align`` for alignment strategies, the reference as perplexity judge."""
-        encoder = None
-        if cfg.strategy in ("sentence", "binary", "continuous"):
+        encoder, s = None, plan(cfg).strategy
+        if s.encoder:
             from ..alignment.encoders import load_encoder
 
             a = cfg.reward.align
             encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
         return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
-                   judge_lm=(ref, tokenizer) if cfg.strategy == "perplexity" else None)
+                   judge_lm=(ref, tokenizer) if s.judge_lm else None)
 
 
 @dataclass
@@ -271,37 +267,43 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
 def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Binary RL, OPD and combined on each response: the judge reads the next state once; the
     hinted teacher scores all hinted responses in one padded pass, on the responses' own ids."""
-    tok, strategy = scorer.tokenizer, cfg.strategy
+    tok, p = scorer.tokenizer, plan(cfg)
     sigs = [judge_turn(text, fb.next_state, scorer.judge, cfg.opd, fb.role) for text, fb in zip(ro.texts, ro.feedback)]
-    if cfg.opd.hint_selection == "overlap" and strategy in ("opd", "combined", "opd_kl"):
+    if p.hint_overlap:
         sigs = _choose_hints_by_overlap(ro, sigs, cfg, scorer)
-    hinted = [b for b, s in enumerate(sigs) if s.hint] if strategy in ("opd", "combined", "opd_kl") else []
+    hinted = [b for b, s in enumerate(sigs) if s.hint] if p.strategy.hint else []
     teacher_ids = {b: encode(tok, task_teacher_prompt(ro.tasks[b], sigs[b].hint, tok)) for b in hinted}
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
                                                 temperature=cfg.temperature)[0])) if hinted else {}
     old = ro.logprobs.cpu().numpy() if ro.logprobs is not None else None
-    hybrid = v2_hybrid(cfg)  # the OPD term is the update's top-k loss; the advantage holds the RL term alone
     chain = _chain_step_rewards(ro, sigs, cfg)  # multi-step episodes: R_j = o (+ p_j), else None
-    rl_only = dataclasses.replace(cfg.opd, w_opd=0.0) if hybrid else None
+    # the v2 hybrid: the OPD term is the update's top-k loss; the advantage holds the RL term alone
+    opd_cfg = dataclasses.replace(cfg.opd, w_opd=0.0) if p.rl_only_advantage else cfg.opd
     rows = []
     for b, (ids, s) in enumerate(zip(ro.response_ids, sigs)):
-        n, old_b, tlp = len(ids), (old[b, :len(ids)] if old is not None else None), teacher_lps.get(b)
+        n, old_b = len(ids), (old[b, :len(ids)] if old is not None else None)
         if chain is not None:
             rows.append((np.full(n, chain[b]), np.ones(n, bool)))
-        elif strategy == "binary_rl":
-            rows.append(binary_rl_advantages(s.score, n))
-        elif strategy in ("opd", "opd_kl"):
-            rows.append((opd_advantages(tlp, old_b, cfg.opd), np.ones(n, bool)) if tlp is not None
-                        else (np.zeros(n), np.zeros(n, bool)))
         else:
-            rows.append(combined_advantages(s, tlp, old_b, rl_only or cfg.opd))
+            rows.append(_turn_row(p.strategy.turn, s, teacher_lps.get(b), old_b, n, opd_cfg))
     teacher_batch = None
-    if strategy == "opd_kl" or hybrid:  # the teacher's prompt where there is a hint, the student's elsewhere
+    if p.teacher_batch:  # the teacher's prompt where there is a hint, the student's elsewhere
         dev = ro.batch.input_ids.device
         teacher_batch = pack([teacher_ids.get(b, p) for b, p in enumerate(ro.prompt_ids)], ro.response_ids,
                              tok.pad_token_id).to(dev)
     return rows, sigs, teacher_batch, _opd_health(teacher_lps, old)
+
+
+def _turn_row(turn: str, s, tlp: Optional[np.ndarray], old_b: Optional[np.ndarray], n: int, opd_cfg):
+    """One turn's (signal (n,) float, mask (n,) bool) as the plan's ``turn`` says: "vote" (Binary RL's score on
+    every token, a 0 vote masked), "gap" (OPD's teacher-minus-student gap; no hint: no sample) or "vote+gap"."""
+    if turn == "vote":
+        return binary_rl_advantages(s.score, n)
+    if turn == "gap":
+        return (opd_advantages(tlp, old_b, opd_cfg), np.ones(n, bool)) if tlp is not None \
+            else (np.zeros(n), np.zeros(n, bool))
+    return combined_advantages(s, tlp, old_b, opd_cfg)
 
 
 def task_teacher_prompt(task, hint: str, tokenizer) -> str:
@@ -370,7 +372,7 @@ def v2_hybrid(cfg: PPOConfig) -> bool:
     sampled tokens plus w_opd x the clipped top-k OPD loss, on every turn that gives a sample. Where the turn has
     no hint the teacher reads the student's own prompt (upstream's RL-only sample, whose only teacher context is
     the un-hinted one: with the frozen teacher the term pulls towards the initial model; docs/openclaw_v2.md)."""
-    return cfg.strategy == "combined" and cfg.loss.distill == "topk_clipped"
+    return plan(cfg).loss_family == "hybrid"
 
 
 #: the OPD health metrics :func:`compute_signals` logs on a step with a hinted turn (see :data:`METRICS`)
@@ -391,7 +393,7 @@ def _opd_health(teacher_lps: Dict[int, np.ndarray], old: Optional[np.ndarray]) -
 
 def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
     """Stage 2: the strategy's per-token signal and mask for every response (shapes (B, T))."""
-    if cfg.strategy in TOKEN_REWARD_STRATEGIES:
+    if plan(cfg).strategy.signal == "token_reward":
         rows, judged, teacher_batch, health = _token_reward_rows(ro, cfg, scorer), None, None, {}
         hints = [None] * len(ro.tasks)
     else:
@@ -459,83 +461,134 @@ def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, v
         A = reward_to_go(A, M, cfg.gamma)
     metrics = {"reward/advantage_mean": float(masked_mean(A, M)) if M.any() else 0.0,
                "reward/masked_fraction": float(M.any(1).float().mean())}
-    every = cfg.strategy == "binary_rl" or cfg.advantage == "grpo"
-    rows = torch.ones_like(M[:, 0]) if every else M.any(1)
+    rows = torch.ones_like(M[:, 0]) if plan(cfg).every_row else M.any(1)
     return Advantages(A, M, rows, returns, metrics)
 
 
 # --------------------------------------------------------------------------- 4. update
+@dataclass
+class _Minibatch:
+    """What a loss function reads of one minibatch (b rows): lp (b, T) the policy's log-probs of the sampled tokens;
+    logits (b, T, V); t_logits (b, T, V) the hinted teacher's (the plan's ``teacher_batch``, else None); old (b, T)
+    log pi_old (None: ``lp`` detached); advantages (b, T); mask (b, T) bool; rows (b,) bool, the sample rows;
+    old_topk ((b, T, k) long, (b, T, k) float) for the top-k losses, else None."""
+
+    lp: torch.Tensor
+    logits: torch.Tensor
+    t_logits: Optional[torch.Tensor]
+    old: Optional[torch.Tensor]
+    advantages: torch.Tensor
+    mask: torch.Tensor
+    rows: torch.Tensor
+    old_topk: Optional[Tuple[torch.Tensor, torch.Tensor]]
+
+
+def _surrogate_loss(mb: _Minibatch, L, cfg: PPOConfig):
+    """The clipped surrogate on the advantages (pi_old: the rollout's log-probs, or the first forward's)."""
+    return clipped_surrogate(mb.lp, mb.old if mb.old is not None else mb.lp.detach(), mb.advantages, mb.mask,
+                             L.eps, L.eps_high, L.loss_agg, mb.rows)
+
+
+def _distill_loss(mb: _Minibatch, L, cfg: PPOConfig):
+    """opd_kl: KL(T || S) over the vocabulary ("forward_kl") or KL(S || T) over the teacher's top-K; no clip."""
+    div = generalized_jsd(mb.logits, mb.t_logits, beta=0.0) if L.distill == "forward_kl" \
+        else topk_reverse_kl(mb.logits, mb.t_logits, L.distill_topk)
+    return aggregate_loss(div, mb.mask, L.loss_agg, mb.rows), torch.tensor(0.0)
+
+
+def _topk_clipped_loss(mb: _Minibatch, L, cfg: PPOConfig):
+    """The paper's second version: a clipped surrogate over the old student's top-k ids, the teacher's gap clipped
+    (:func:`~claw_lib.signals.opd.clipped_topk_opd`); the clip share is the top-k loss's."""
+    ids_k, old_k = mb.old_topk
+    div, held = clipped_topk_opd(torch.log_softmax(mb.logits.float(), -1).gather(-1, ids_k), old_k,
+                                 torch.log_softmax(mb.t_logits.float(), -1).gather(-1, ids_k),
+                                 L.clipped_gap, L.eps, L.eps_high)
+    return aggregate_loss(div, mb.mask, L.loss_agg, mb.rows), masked_mean(held, mb.mask)
+
+
+def _hybrid_loss(mb: _Minibatch, L, cfg: PPOConfig):
+    """The v2 combined: the surrogate on w_rl r (in the advantages) + w_opd x the clipped top-k loss; the logged
+    clip share is the surrogate's (the top-k loss's own is not logged)."""
+    topk, _ = _topk_clipped_loss(mb, L, cfg)
+    loss, clipfrac = _surrogate_loss(mb, L, cfg)
+    return loss + cfg.opd.w_opd * topk, clipfrac
+
+
+#: the update's loss per :data:`~claw_lib.rl.strategies.LOSS_FAMILIES`: (minibatch, resolved loss config, cfg) ->
+#: (loss, clip share)
+LOSSES = {"surrogate": _surrogate_loss, "distill": _distill_loss, "topk_clipped": _topk_clipped_loss,
+          "hybrid": _hybrid_loss}
+
+
+def _minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, mb_t, value_head, teacher,
+               old_topk):
+    """The policy's forward on the rows ``mb_t`` (and the teacher's, when the plan reads it): (_Minibatch, the
+    policy's output, the packed rows)."""
+    sub = ro.batch.select(mb_t)
+    out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask, output_hidden_states=value_head is not None)
+    logits = scaled_logits(gather_positions(out.logits, sub.logit_index), cfg.temperature)   # (b, T, V)
+    lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
+    t_logits = None
+    if sig.teacher_batch is not None:  # opd_kl, or the v2 hybrid's OPD term
+        tb = sig.teacher_batch.select(mb_t)
+        with torch.no_grad():
+            t_logits = gather_positions(teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
+                                        tb.logit_index) / cfg.temperature
+    old = ro.logprobs[mb_t] if ro.logprobs is not None else None
+    k = (old_topk[0][mb_t], old_topk[1][mb_t]) if old_topk is not None else None
+    return _Minibatch(lp, logits, t_logits, old, adv.advantages[mb_t], adv.mask[mb_t], adv.sample_rows[mb_t], k), out, sub
+
+
+def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan,
+                    mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
+    """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms; its stats appended."""
+    L = p.loss
+    mb, out, sub = _minibatch(policy, ro, sig, adv, cfg, mb_t, value_head, teacher, old_topk)
+    loss, clipfrac = LOSSES[p.loss_family](mb, L, cfg)
+    kl = kl_estimate(mb.lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
+    if L.kl_coef:
+        loss = loss + L.kl_coef * aggregate_loss(kl, mb.mask, L.loss_agg, mb.rows)
+    if value_head is not None:
+        v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
+        loss = loss + L.vf_coef * masked_mean((v - adv.returns[mb_t]) ** 2, mb.mask)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
+    optimizer.step()
+    with torch.no_grad():
+        stats["clipfrac"].append(float(clipfrac))
+        if mb.old is not None:
+            stats["approx_kl"].append(float(masked_mean(0.5 * (mb.lp - mb.old) ** 2, mb.mask)))
+        stats["entropy"].append(float(masked_mean(entropy_from_logits(mb.logits), mb.mask)))
+        if kl is not None:
+            k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(mb.lp, ro.ref_logprobs[mb_t])
+            stats["kl"].append(float(masked_mean(k3, mb.mask)))
+        stats["loss"].append(float(loss))
+
+
 def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, step: int,
                value_head=None, teacher=None) -> Dict[str, float]:
     """Stage 4: ``cfg.epochs`` passes of ``cfg.minibatches`` minibatches (shuffled with a seed per
-    step): the clipped surrogate (or, for ``opd_kl``, the divergence to ``teacher`` on
-    ``sig.teacher_batch``), plus the KL and value terms, each reduced as ``cfg.loss`` resolves for
-    the strategy (clip range and token or sample mean: :meth:`~claw_lib.config.LossConfig.for_strategy`);
-    returns the ``policy/*``, ``objective/kl`` and ``value/*`` metrics (token means). Nothing is trained
-    when the mask is empty."""
-    L = cfg.loss.for_strategy(cfg.strategy)
-    A, M = adv.advantages, adv.mask
-    old = ro.logprobs  # None: one epoch of one minibatch, the update's first forward is pi_old itself
+    step): the loss of the strategy's plan (:data:`LOSSES`: the clipped surrogate, or, for ``opd_kl``, the
+    divergence to ``teacher`` on ``sig.teacher_batch``, or a top-k loss), plus the KL and value terms, each
+    reduced as ``cfg.loss`` resolves for the strategy (clip range and token or sample mean:
+    :meth:`~claw_lib.config.LossConfig.for_strategy`); returns the ``policy/*``, ``objective/kl`` and ``value/*``
+    metrics (token means). Nothing is trained when the mask is empty."""
+    p = plan(cfg)
+    M = adv.mask
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     policy.train()
     idx = np.arange(len(ro.response_ids))
     stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
-    topk = topk_loss(cfg)
-    old_topk = _rollout_topk(ro, L.clipped_k) if topk and M.any() else None
+    old_topk = _rollout_topk(ro, p.loss.clipped_k) if p.loss_family in ("topk_clipped", "hybrid") and M.any() else None
     if M.any():
         for _ in range(cfg.epochs):
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
             for mb in np.array_split(idx, cfg.minibatches):
                 mb_t = torch.as_tensor(mb, device=M.device)
-                sub, m_sub, rows = ro.batch.select(mb_t), M[mb_t], adv.sample_rows[mb_t]
-                if not m_sub.any():
-                    continue
-                out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask,
-                             output_hidden_states=value_head is not None)
-                logits = scaled_logits(gather_positions(out.logits, sub.logit_index), cfg.temperature)   # (b, T, V)
-                lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
-                if sig.teacher_batch is not None:  # opd_kl, or the v2 hybrid's OPD term
-                    tb = sig.teacher_batch.select(mb_t)
-                    with torch.no_grad():
-                        t_logits = gather_positions(teacher(input_ids=tb.input_ids,
-                                                            attention_mask=tb.attention_mask).logits,
-                                                    tb.logit_index) / cfg.temperature
-                if topk:  # v2: a clipped surrogate over the old student's top-k ids
-                    ids_k, old_k = old_topk[0][mb_t], old_topk[1][mb_t]
-                    div, held = clipped_topk_opd(torch.log_softmax(logits.float(), -1).gather(-1, ids_k), old_k,
-                                                 torch.log_softmax(t_logits.float(), -1).gather(-1, ids_k),
-                                                 L.clipped_gap, L.eps, L.eps_high)
-                    clipfrac = masked_mean(held, m_sub)
-                if cfg.strategy == "opd_kl":
-                    if not topk:
-                        div = generalized_jsd(logits, t_logits, beta=0.0) if L.distill == "forward_kl" \
-                            else topk_reverse_kl(logits, t_logits, L.distill_topk)  # KL(T || S) or KL(S || T) top-K
-                        clipfrac = torch.tensor(0.0)
-                    loss = aggregate_loss(div, m_sub, L.loss_agg, rows)
-                else:
-                    loss, clipfrac = clipped_surrogate(lp, old[mb_t] if old is not None else lp.detach(), A[mb_t],
-                                                       m_sub, L.eps, L.eps_high, L.loss_agg, rows)
-                    if topk:  # the v2 hybrid: w_rl r on the sampled tokens (in A) + w_opd x the top-k loss
-                        loss = loss + cfg.opd.w_opd * aggregate_loss(div, m_sub, L.loss_agg, rows)
-                kl = kl_estimate(lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
-                if L.kl_coef:
-                    loss = loss + L.kl_coef * aggregate_loss(kl, m_sub, L.loss_agg, rows)
-                if value_head is not None:
-                    v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
-                    loss = loss + L.vf_coef * masked_mean((v - adv.returns[mb_t]) ** 2, m_sub)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
-                optimizer.step()
-                with torch.no_grad():
-                    stats["clipfrac"].append(float(clipfrac))
-                    if old is not None:
-                        stats["approx_kl"].append(float(masked_mean(0.5 * (lp - old[mb_t]) ** 2, m_sub)))
-                    stats["entropy"].append(float(masked_mean(entropy_from_logits(logits), m_sub)))
-                    if kl is not None:
-                        k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(lp, ro.ref_logprobs[mb_t])
-                        stats["kl"].append(float(masked_mean(k3, m_sub)))
-                    stats["loss"].append(float(loss))
+                if M[mb_t].any():
+                    _minibatch_step(policy, optimizer, params, ro, sig, adv, cfg, p, mb_t, value_head, teacher,
+                                    old_topk, stats)
     names = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
              "kl": "objective/kl", "loss": "policy/loss"}
     metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()
@@ -612,8 +665,7 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
 def needs_reference(cfg: PPOConfig) -> bool:
     """Whether a run needs the initial policy besides the trained one: the KL term (``kl_coef > 0``), the
     frozen OPD teacher (opd, combined, opd_kl), or the perplexity judge. Otherwise no reference is held."""
-    frozen_teacher_used = cfg.strategy in ("opd", "combined", "opd_kl") and cfg.opd.teacher == "frozen"
-    return bool(cfg.loss.kl_coef) or frozen_teacher_used or cfg.strategy == "perplexity"
+    return plan(cfg).reference
 
 
 def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: bool = True):
@@ -674,15 +726,6 @@ def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
             f"the policy's weights became NaN or inf in the update of step {step} (lr {cfg.lr:g}, loss.kl_coef "
             f"{cfg.loss.kl_coef:g}, opd.w_rl_negative {cfg.opd.w_rl_negative}): lower the learning rate or the loss "
             "weights")
-
-
-def _check(cfg: PPOConfig) -> None:
-    if cfg.strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {cfg.strategy!r}")
-    if cfg.loss.distill not in DISTILL_LOSSES:
-        raise ValueError(f"distill must be one of {DISTILL_LOSSES}, got {cfg.loss.distill!r}")
-    if cfg.loss.loss_agg not in (None,) + LOSS_AGGREGATIONS:
-        raise ValueError(f"loss_agg must be one of {LOSS_AGGREGATIONS}, got {cfg.loss.loss_agg!r}")
 
 
 @dataclass

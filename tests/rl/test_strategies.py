@@ -1,0 +1,130 @@
+"""The plan of each strategy (claw_lib.rl.strategies) against the per-stage tests it replaced (issue 33).
+
+The reference functions below are the strategy tests as they stood in rl/ppo.py and integrations/trl.py before the
+plan (needs_old_logprobs, topk_loss, old_topk_width, v2_hybrid, needs_reference, the encoder / judge choice of
+Scorer.for_run, the row kind of _openclaw_rows, the sample rows of compute_advantages, the teacher batch, the TRL
+engine's signals); every combination of the settings they read must give the same answer from the plan.
+"""
+import itertools
+import sys
+import subprocess
+
+import pytest
+
+from claw_lib.config import ADVANTAGES, DISTILL_LOSSES, PPO_STRATEGIES, LossConfig, PPOConfig, override
+from claw_lib.rl.strategies import LOSS_FAMILIES, STRATEGY_TABLE, check, plan
+
+HINTED = ("opd", "combined", "opd_kl")
+
+
+# ----------------------------------------------------------------- the replaced tests, written out
+def old_v2_hybrid(cfg):
+    return cfg.strategy == "combined" and cfg.loss.distill == "topk_clipped"
+
+
+def old_topk_loss(cfg):
+    return cfg.loss.distill == "topk_clipped" and (cfg.strategy == "opd_kl" or old_v2_hybrid(cfg))
+
+
+def old_needs_old_logprobs(cfg):
+    return cfg.strategy in HINTED or cfg.epochs * cfg.minibatches > 1
+
+
+def old_topk_width(cfg):
+    k = cfg.loss.clipped_k if old_topk_loss(cfg) else 0
+    if cfg.opd.hint_selection == "overlap" and cfg.strategy in HINTED:
+        k = max(k, cfg.opd.selection_k)
+    return k
+
+
+def old_needs_reference(cfg):
+    frozen = cfg.strategy in HINTED and cfg.opd.teacher == "frozen"
+    return bool(cfg.loss.kl_coef) or frozen or cfg.strategy == "perplexity"
+
+
+def old_loss_branch(cfg):
+    """Which branch of the old ppo_update's loop body ran."""
+    if cfg.strategy == "opd_kl":
+        return "topk_clipped" if old_topk_loss(cfg) else "distill"
+    return "hybrid" if old_topk_loss(cfg) else "surrogate"
+
+
+def old_turn_row(strategy):
+    return {"binary_rl": "vote", "opd": "gap", "opd_kl": "gap"}.get(strategy, "vote+gap")
+
+
+def configs():
+    for strategy, distill, adv, (epochs, mbs), kl, teacher, selection in itertools.product(
+            PPO_STRATEGIES, DISTILL_LOSSES, ADVANTAGES, ((1, 1), (2, 1), (1, 2)), (0.0, 0.1), ("frozen", "live"),
+            ("longest", "overlap")):
+        yield override(PPOConfig(), {"strategy": strategy, "loss.distill": distill, "advantage": adv, "epochs": epochs,
+                                     "minibatches": mbs, "loss.kl_coef": kl, "opd.teacher": teacher,
+                                     "opd.hint_selection": selection, "opd.selection_k": 7, "loss.clipped_k": 3})
+
+
+def test_the_plan_answers_as_every_replaced_strategy_test():
+    n = 0
+    for cfg in configs():
+        p = plan(cfg)
+        s = cfg.strategy
+        assert p.old_logprobs == old_needs_old_logprobs(cfg), cfg
+        assert p.old_topk == old_topk_width(cfg), cfg
+        assert p.reference == old_needs_reference(cfg), cfg
+        assert p.loss_family == old_loss_branch(cfg), cfg
+        assert p.rl_only_advantage == old_v2_hybrid(cfg), cfg
+        assert p.teacher_batch == (s == "opd_kl" or old_v2_hybrid(cfg)), cfg
+        assert p.hint_overlap == (cfg.opd.hint_selection == "overlap" and s in HINTED), cfg
+        assert p.every_row == (s == "binary_rl" or cfg.advantage == "grpo"), cfg
+        assert p.strategy.encoder == (s in ("sentence", "binary", "continuous")), cfg
+        assert p.strategy.judge_lm == (s == "perplexity"), cfg
+        assert p.strategy.hint == (s in HINTED), cfg
+        assert (p.strategy.signal == "token_reward") == (s in ("sentence", "binary", "continuous", "perplexity"))
+        if p.strategy.signal == "openclaw":
+            assert p.strategy.turn == old_turn_row(s)
+        lc = cfg.loss.for_strategy(s)
+        assert (p.loss.eps_high, p.loss.loss_agg) == (lc.eps_high, lc.loss_agg)
+        assert p.loss_family in LOSS_FAMILIES
+        n += 1
+    assert n == 8 * 3 * 5 * 3 * 2 * 2 * 2
+
+
+@pytest.mark.parametrize("strategy, eps_high, agg, family", [
+    ("sentence", 0.28, "token_mean", "surrogate"), ("binary", 0.28, "token_mean", "surrogate"),
+    ("continuous", 0.28, "token_mean", "surrogate"), ("perplexity", 0.28, "token_mean", "surrogate"),
+    ("binary_rl", 0.28, "sample_mean", "surrogate"), ("opd", 0.2, "sample_mean", "surrogate"),
+    ("opd_kl", 0.2, "sample_mean", "distill"), ("combined", 0.28, "sample_mean", "surrogate")])
+def test_each_row_at_the_defaults(strategy, eps_high, agg, family):
+    """The defaults written out: upstream's clip ranges and aggregations (opd_kl has no ratio: eps_high = eps)."""
+    p = plan(PPOConfig(strategy=strategy))
+    assert (p.loss.eps, p.loss.eps_high, p.loss.loss_agg, p.loss_family) == (0.2, eps_high, agg, family)
+
+
+def test_topk_clipped_rows():
+    hybrid = plan(override(PPOConfig(strategy="combined"), {"loss.distill": "topk_clipped"}))
+    assert (hybrid.loss_family, hybrid.old_topk, hybrid.teacher_batch, hybrid.rl_only_advantage) == ("hybrid", 4, True, True)
+    assert hybrid.trl_loss is not None and "kit's loop only" in hybrid.trl_loss
+    v2 = plan(override(PPOConfig(strategy="opd_kl"), {"loss.distill": "topk_clipped"}))
+    assert (v2.loss_family, v2.old_topk, v2.rl_only_advantage) == ("topk_clipped", 4, False)
+    other = plan(override(PPOConfig(strategy="binary"), {"loss.distill": "topk_clipped"}))
+    assert (other.loss_family, other.old_topk) == ("surrogate", 0)  # the setting is opd_kl's and combined's only
+
+
+def test_trl_rows():
+    from_table = {n for n, s in STRATEGY_TABLE.items() if s.trl is None}
+    assert from_table == set(PPO_STRATEGIES) - {"opd_kl"}
+    assert "distillation loss" in STRATEGY_TABLE["opd_kl"].trl
+
+
+def test_unknown_names_are_refused():
+    for bad, match in ((PPOConfig(strategy="ppo"), "strategy must be one of"),
+                       (PPOConfig(loss=LossConfig(distill="jsd")), "distill must be one of"),
+                       (PPOConfig(loss=LossConfig(loss_agg="sum")), "loss_agg must be one of")):
+        with pytest.raises(ValueError, match=match):
+            check(bad)
+        with pytest.raises(ValueError, match=match):
+            plan(bad)
+
+
+def test_the_plan_is_torch_free():
+    code = "import sys, claw_lib.rl.strategies; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
