@@ -6,9 +6,10 @@
 For every seed 0..N-1 and each strategy a :class:`~claw_lib.serve.LiveServer` (the tiny GPT, ``batch_size`` 4, the
 server's defaults otherwise, ``PPOConfig.seed`` = the seed) starts in this process on a free port, and
 :func:`claw_lib.serve.simulate.simulate` drives it through the ``openai`` client: user ``teacher``, 40 sessions of 3
-questions, the same seed (the same questions for both strategies: paired runs), with its default waiting
-after each session (the next session meets the policy the previous ones trained, so a run does not depend on the
-machine's speed). The settings were fixed before either strategy was run for the comparison.
+questions, the same seed (the same questions for both strategies: paired runs), waiting for the judge and the
+trainer after every main-line turn (``wait_each_turn``: the run does not depend on the machine's speed and repeats
+exactly). The settings were fixed before either strategy was run for the comparison; the first run (waiting between
+sessions only, before the rule judge stopped taking a new question for a hint) was replaced by this one.
 
 Outputs: ``--out FILE.md`` (the report) and, next to it, ``FILE.csv`` (``--csv`` to choose another path): one row
 per strategy x seed x session (the user's score of each question, whether the session holds, the policy versions that
@@ -118,6 +119,16 @@ def verdict(diff: dict) -> str:
             f"errors from zero: {fewer} reaches a stable preference in fewer sessions over {n} paired seeds.")
 
 
+def first_five(diff: dict):
+    """The paired difference over seeds 0-4 alone, in words (None when the grid has no more seeds than those)."""
+    vals = [v for k, v in zip(diff["seeds"], diff["values"]) if k < 5]
+    if len(diff["values"]) <= 5 or len(vals) < 2:
+        return None
+    m, se = mean_se(vals)
+    where = "within" if abs(m) <= 2 * se else "more than"
+    return f"mean {m:+.1f}, s.e. {se:.1f}, {where} two standard errors of zero"
+
+
 def report(summary: dict, settings: str = "") -> str:
     """The Markdown report of :func:`summarise`'s result."""
     st, diff = summary["strategies"], summary["diff"]
@@ -126,10 +137,9 @@ def report(summary: dict, settings: str = "") -> str:
     if settings:
         lines += [settings, ""]
     lines += ["A run that never gets there is counted at its length (a lower bound), as the ablation tables count "
-              "\"never\". `simulate` waits for the judge and trainer between sessions only: a batch that "
-              "fills in the middle of a session may be swapped in before or after that session's next question, so a "
-              "rerun asks the same questions but does not always get the same answers (the seeds pair the questions "
-              "and the users' random draws, not the sampled answers).", "",
+              "\"never\". `simulate` waits for the judge and trainer after every main-line turn (`wait_each_turn`), so a "
+              "rerun gives the same answers, scores and versions; the seeds pair the questions and the users' random "
+              "draws.", "",
               "| strategy | seeds | sessions until stable, mean +- s.e. (never = run length) | reached / seeds "
               "| per seed | sessions that hold (mean per run) | mean session score |",
               "|---|---|---|---|---|---|---|"]
@@ -146,6 +156,10 @@ def report(summary: dict, settings: str = "") -> str:
               f"can only be larger), where only {diff['a']} never got there at least it, and where neither did the 0 "
               "shown says nothing.", "",
               "Verdict: " + verdict(diff)]
+    first = first_five(diff)
+    if first is not None:
+        lines += ["", f"How it was run: seeds 0-4 first ({first}); seeds 5-{max(diff['seeds'])} were added after seeing "
+                      "that, with nothing else changed, and every seed is reported."]
     return "\n".join(lines)
 
 
@@ -186,7 +200,7 @@ def run_one(strategy: str, seed: int, sessions: int, turns: int, batch_size: int
     cfg = ServeConfig(ppo=PPOConfig(strategy=strategy, batch_size=batch_size, seed=seed, progress=False))
     with LiveServer(cfg, port=0) as srv:
         res = simulate(srv.url, user="teacher", sessions=sessions, turns=turns, seed=seed,
-                       session_prefix=f"grid-{strategy}-s{seed}")
+                       session_prefix=f"grid-{strategy}-s{seed}", wait_each_turn=True)
     rows = []
     for r in res.rows:
         vs = [v for v in r.versions if v is not None]
@@ -238,7 +252,7 @@ def main(argv=None):
     r0 = rows[0]
     settings = (f"Tiny GPT, `claw serve` defaults with batch_size {r0['batch_size']} (PPOConfig seed = the seed), "
                 f"`simulate(url, user=\"teacher\", sessions={r0['run_sessions']}, turns={r0['turns']}, seed=seed)` with "
-                f"its default waiting after each session; seeds 0..{len({int(r['seed']) for r in rows}) - 1}, paired "
+                f"wait_each_turn=True; seeds 0..{len({int(r['seed']) for r in rows}) - 1}, paired "
                 "(the same questions for both strategies). Settings fixed before the comparison was run. "
                 "Rows: sessions_to_stable.csv; command: `python tools/serve_grid.py --out results/serve/sessions_to_stable.md`.")
     publish_report(report(summarise(rows), settings), out, a.force)
