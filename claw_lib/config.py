@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
-           "flatten", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
+           "flatten", "from_dict", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError"]
 
@@ -474,6 +474,15 @@ def resolve_for_model(cfg: "PPOConfig", n_params: int) -> "PPOConfig":
 
 
 # --------------------------------------------------------------------------- helpers
+def from_dict(d: Dict) -> PPOConfig:
+    """A PPOConfig from its ``asdict`` form (a run's config.json); unknown fields raise TypeError."""
+    top = {k: v for k, v in d.items() if k not in ("task", "loss", "reward", "opd")}
+    reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"])}
+    task = {**d["task"], "relations": tuple(d["task"]["relations"])}
+    return PPOConfig(**top, task=TaskConfig(**task), loss=LossConfig(**d["loss"]), reward=RewardConfig(**reward),
+                     opd=OPDConfig(**d["opd"]))
+
+
 def override(cfg, changes: Mapping[str, Any]):
     """A copy of the dataclass ``cfg`` with ``changes`` applied; keys are field names, dotted for
     nested configs ("loss.kl_coef", "reward.align.layer"). Unknown names raise ValueError."""

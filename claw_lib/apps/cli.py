@@ -433,7 +433,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
 
 def _cmd_train(a) -> int:
     from ..config import validate
-    from ..rl.ppo import train
+    from ..rl.ppo import train  # (claw_lib.rl.run.train, by its old path)
 
     from ..config import SettingError
 
@@ -490,25 +490,15 @@ def _train_trl(cfg, out, force: bool):
         raise CLIError(f"claw train --engine trl: {e}") from None
     if out is None:
         return train_trl(cfg)
-    from ..utils import OutputFolder
+    from ..rl.run import RunFolderTaken, trl_run_folder
 
     if int(os.environ.get("RANK", "0")) != 0:  # `accelerate launch`: the main process owns the folder
         return train_trl(cfg, out)
-    names = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl")
-    folder = OutputFolder.claim(out, "trl", force, "training output", names=names, legacy=_legacy_trl_files)
-    if folder.used and not force:
-        raise CLIError(f"claw train: the training output folder {out} already holds a run (TRL runs are not resumed); "
-                       "choose another folder or pass --force to replace it")
-    with folder.locked(force):
-        folder.remove_own()
-        folder.register(*names)
-        return train_trl(cfg, out)
-
-
-def _legacy_trl_files(out: Path) -> set:
-    """A TRL run's files in a folder written before markers existed (it has engine.json)."""
-    names = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl")
-    return {n for n in names if (out / n).exists()} if (out / "engine.json").is_file() else set()
+    try:
+        with trl_run_folder(out, force):
+            return train_trl(cfg, out)
+    except RunFolderTaken as e:
+        raise CLIError(f"claw train: {e}") from None
 
 
 # --------------------------------------------------------------------------- reproduce, setup, pretrain

@@ -93,13 +93,12 @@ from ..rl.ppo import (
     Rollout,
     Scorer,
     Signals,
-    _write_metrics,
     compute_advantages,
     compute_signals,
     decode_response,
-    eval_tokens,
     prepare_policy,
 )
+from ..rl.run import _check_finite, _write_metrics, eval_tokens
 from ..rl.strategies import STRATEGY_TABLE, plan
 from ..signals.opd import frozen_teacher
 from ..toy.evaluation import evaluate_policy
@@ -401,8 +400,6 @@ class ClawGRPOTrainer(GRPOTrainer):
         cycle = self.args.steps_per_generation * self.args.num_iterations
         if "loss" not in logs or not self.model.training or self.state.global_step % cycle:
             return
-        from ..rl.ppo import _check_finite
-
         # the kit loop's NaN stop: weights that became NaN or inf stop here, naming the options, not inside
         # TRL's sampler at the next step (ET12)
         _check_finite(self.model, None, self.cfg, self.state.global_step // cycle)

@@ -48,7 +48,7 @@ def check_fits(cfg: PPOConfig, model, tokenizer, tasks, step_tasks, device: str,
     and ``step_tasks`` (one training step's) are :class:`~claw_lib.toy.users.Task` lists whose prompts are
     measured. Nothing else is done, so a refused run leaves nothing behind."""
     from ..models.lm import max_positions
-    from .ppo import eval_tokens
+    from .run import eval_tokens
 
     prompts = [getattr(t, "prompt", "") for t in list(tasks) + list(step_tasks)]
     lengths = [len(x) for x in tokenizer(prompts)["input_ids"]] if prompts else []  # one batched call

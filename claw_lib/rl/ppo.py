@@ -1,6 +1,8 @@
 """A small end-to-end PPO loop on the fact world (notebooks 08 and 09).
 
-:func:`train` is a short loop over four public stages, numbered as in cleanrl:
+The four public stages of a step, numbered as in cleanrl (the loop that runs them, :func:`~claw_lib.rl.run.train`,
+and the run's folder, checkpoint and metrics live in :mod:`claw_lib.rl.run`; what each strategy needs of every stage
+is its row in :mod:`claw_lib.rl.strategies`):
 
 1. :func:`rollout`        sample a response for each prompt (KV cache, temperature), keep the
                           policy's log-probs of its own tokens and the reference's, and the user's
@@ -34,28 +36,23 @@ name                           shape      meaning
 ``logits`` (in the update)     (b, T, V)  the policy's logits at the positions predicting each token
 =============================  =========  =============================================================
 
-Metrics per step go to ``metrics.jsonl`` / ``metrics.csv`` with namespaced keys (:data:`METRICS`); a
-checkpoint every ``save_every`` steps makes an interrupted run resume to the same result (sampling
-is seeded per step).
+Metrics per step go to ``metrics.jsonl`` / ``metrics.csv`` with namespaced keys (:data:`METRICS`), written by
+:mod:`claw_lib.rl.run`, whose checkpoint every ``save_every`` steps makes an interrupted run resume to the same
+result (sampling is seeded per step).
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
-import time
 import warnings
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from ..config import PPOConfig, SettingError
+from ..config import PPOConfig
 from ..config import PPO_STRATEGIES as STRATEGIES
-from ..models.lm import (Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, peak_memory_gib,
-                         scaled_logits)
+from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, scaled_logits
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
 from ..prompts import teacher_prompt
 from ..signals.opd import (
@@ -68,9 +65,9 @@ from ..signals.opd import (
     topk_reverse_kl,
 )
 from ..toy.users import Feedback, Task
-from .core import ValueHead, aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
+from .core import aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 from .strategies import STRATEGY_TABLE, Plan, plan
-from .strategies import check as _check
+from .strategies import check as _check  # noqa: F401  (the old name of strategies.check)
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
            "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
@@ -148,7 +145,8 @@ def decode_response(tokenizer, ids: List[int]) -> str:
 
 
 def needs_old_logprobs(cfg: PPOConfig) -> bool:
-    """Whether a step needs the rollout's log-probs before its update (:attr:`~claw_lib.rl.strategies.Plan.old_logprobs`)."""
+    """Whether a step needs the rollout's log-probs before its update
+    (:attr:`~claw_lib.rl.strategies.Plan.old_logprobs`)."""
     return plan(cfg).old_logprobs
 
 
@@ -536,7 +534,8 @@ def _minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfi
                                         tb.logit_index) / cfg.temperature
     old = ro.logprobs[mb_t] if ro.logprobs is not None else None
     k = (old_topk[0][mb_t], old_topk[1][mb_t]) if old_topk is not None else None
-    return _Minibatch(lp, logits, t_logits, old, adv.advantages[mb_t], adv.mask[mb_t], adv.sample_rows[mb_t], k), out, sub
+    mb = _Minibatch(lp, logits, t_logits, old, adv.advantages[mb_t], adv.mask[mb_t], adv.sample_rows[mb_t], k)
+    return mb, out, sub
 
 
 def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan,
@@ -580,7 +579,8 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     policy.train()
     idx = np.arange(len(ro.response_ids))
     stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
-    old_topk = _rollout_topk(ro, p.loss.clipped_k) if p.loss_family in ("topk_clipped", "hybrid") and M.any() else None
+    topk = p.loss_family in ("topk_clipped", "hybrid")
+    old_topk = _rollout_topk(ro, p.loss.clipped_k) if topk and M.any() else None
     if M.any():
         for _ in range(cfg.epochs):
             np.random.default_rng(cfg.seed * 7919 + step).shuffle(idx)
@@ -600,66 +600,6 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
         metrics["value/explained_variance"] = float(1 - (r - v).var() / r.var().clamp(min=1e-8))
     policy.eval()
     return metrics
-
-
-def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig) -> Dict[str, float]:
-    """``eval/score`` (greedy answers to the fixed evaluation prompts), and with several personas (``task.user
-    "joint"``) each persona's own ``eval/score/<user>``."""
-    from ..toy.evaluation import evaluate_by_user
-
-    by = evaluate_by_user(policy, tok, env, tasks, eval_tokens(cfg))
-    return {"eval/score": by.pop("all"), **{f"eval/score/{name}": v for name, v in by.items()}}
-
-
-# --------------------------------------------------------------------------- the loop
-def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None,
-          force: bool = False) -> List[Dict]:
-    """Run PPO; returns the list of per-step metric dicts (also written to ``out_dir``).
-
-    ``out_dir`` is locked while the run writes to it. A folder that holds a run with the same
-    settings (``steps`` aside, so a run can be extended) is resumed from its checkpoint; one that
-    holds a run with other settings, or a run that cannot be resumed, is refused (ValueError naming
-    the differing settings) unless ``force``, which starts over there. ``resume=False`` starts over
-    as well. stop_after: stop (as if interrupted) after this many steps of this call (for tests).
-    """
-    from ..config import validate
-    from ..utils import OutputFolder
-
-    validate(cfg)
-    if out_dir is None:
-        return _train(_Run.start(cfg, None, False, False), stop_after)
-    folder = OutputFolder.claim(out_dir, "train", force, "training output", names=_RUN_FILES, legacy=_legacy_run_files)
-    with folder.locked(force):  # checked again under the lock; stale temporary files of a killed run removed
-        return _train(_Run.start(cfg, folder, resume, force), stop_after)
-
-
-def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
-    from tqdm.auto import tqdm
-
-    cfg, policy, tok = run.cfg, run.policy, run.tokenizer
-    bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
-    for k, step in enumerate(bar):
-        t0 = time.time()
-        ro = rollout(policy, tok, run.env, cfg, step, ref=run.ref if cfg.loss.kl_coef else None)  # 1.
-        t1 = time.time()
-        sig = compute_signals(ro, cfg, run.scorer)                                         # 2.
-        t2 = time.time()
-        adv = compute_advantages(ro, sig, cfg, policy, run.value_head)                     # 3.
-        stats = ppo_update(policy, run.optimizer, ro, sig, adv, cfg, step, run.value_head,
-                           teacher=run.scorer.teacher)                                      # 4.
-        _check_finite(policy, run.value_head, cfg, step + 1)
-        metrics = {"step": step + 1, "reward/score": float(np.mean(ro.scores)), **sig.metrics, **adv.metrics,
-                   **stats, "timing/rollout_s": t1 - t0, "timing/score_s": t2 - t1,
-                   "timing/update_s": time.time() - t2,
-                   "timing/rollout_tokens": int(ro.batch.response_mask.sum())}
-        if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-            metrics.update(_eval_metrics(policy, tok, run.eval_env, run.eval_tasks, cfg))
-        metrics["memory/peak_gib"] = peak_memory_gib(str(next(policy.parameters()).device))
-        run.record(metrics)
-        bar.set_postfix(score=f"{metrics['reward/score']:.2f}")
-        if stop_after is not None and k + 1 >= stop_after:
-            break
-    return run.history
 
 
 def needs_reference(cfg: PPOConfig) -> bool:
@@ -694,280 +634,19 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     return cfg, (frozen_teacher(policy) if reference and needs_reference(cfg) else None)
 
 
-def eval_tokens(cfg: PPOConfig) -> int:
-    """Longest greedy answer in evaluation: EVAL_MAX_NEW_TOKENS (40), or the rollout's cap when longer."""
-    from ..toy.evaluation import EVAL_MAX_NEW_TOKENS
 
-    return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
-
-
-class TrainingDivergedError(SettingError):
-    """The weights became NaN or inf in an update (a learning rate or a loss weight far too large);
-    ``settings``: the dotted names of the settings to lower."""
-
-    settings = ("lr", "loss.kl_coef", "opd.w_rl_negative")
+#: the run's names that lived here before the run had a module of its own (:mod:`claw_lib.rl.run`); still
+#: importable from here, so notebooks, tests and tools keep their imports
+_RUN_NAMES = ("train", "_train", "_Run", "_eval_metrics", "eval_tokens", "TrainingDivergedError", "_check_finite",
+              "CheckpointWriteError", "_check_adapter_keys", "_RESUMABLE", "_RUN_FILES", "_legacy_run_files", "_differ",
+              "_check_resolved", "_previous_run", "_config_from_dict", "_load_checkpoint", "_write_metrics")
 
 
-def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
-    """Raise :class:`TrainingDivergedError` when a weight of the policy (or the value head) is NaN or
-    inf after the update of ``step``: the next step would fail deep inside sampling ("probability tensor
-    contains either inf, nan or element < 0"). One reduction per tensor, one sync."""
-    params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
-    with torch.no_grad():
-        total = torch.stack([p.detach().float().abs().sum().cpu() for p in params]).sum()
-    if not torch.isfinite(total):
-        if any(p.dtype == torch.float16 for p in params):  # float16 weights (LoRA on them too): the cause (DT01)
-            e = TrainingDivergedError(
-                f"the policy's weights became NaN or inf in the update of step {step} with dtype float16 (the kit "
-                "trains without loss scaling, so float16 updates overflow): train with dtype float32 or bfloat16")
-            e.settings = ("dtype",)
-            raise e
-        raise TrainingDivergedError(
-            f"the policy's weights became NaN or inf in the update of step {step} (lr {cfg.lr:g}, loss.kl_coef "
-            f"{cfg.loss.kl_coef:g}, opd.w_rl_negative {cfg.opd.w_rl_negative}): lower the learning rate or the loss "
-            "weights")
+def __getattr__(name: str):
+    """The run's old names (:data:`_RUN_NAMES`), looked up in :mod:`claw_lib.rl.run` when first asked for (the run
+    imports the stages, so the stages import the run only on demand: no import circle)."""
+    if name in _RUN_NAMES:
+        from . import run
 
-
-@dataclass
-class _Run:
-    """Everything a training run holds between steps, and its output folder (metrics, config,
-    checkpoint)."""
-
-    cfg: PPOConfig
-    policy: object
-    tokenizer: object
-    ref: object
-    value_head: Optional[ValueHead]
-    optimizer: torch.optim.Optimizer
-    env: object
-    eval_env: object
-    eval_tasks: List[Task]
-    scorer: Scorer
-    out: Optional[Path]
-    history: List[Dict]
-    start_step: int
-    saved_step: int = 0
-    """the step of the last checkpoint written (0: none yet)"""
-
-    @classmethod
-    def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool) -> "_Run":
-        """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None."""
-        from ..models.lm import load_causal_lm
-        from ..toy.users import make_env
-        from ..utils import resolve_device, set_threads
-
-        _check(cfg)
-        out = folder.path if folder is not None else None
-        saved = _previous_run(cfg, folder, resume, force) if folder is not None else None  # before any slow work
-        # a resumed run keeps the thread count of the run it resumes (float sums are ordered by it)
-        threads = cfg.threads or (int(saved.get("threads", 0) or 0) if saved else 0)
-        cfg = dataclasses.replace(cfg, threads=set_threads(threads))
-        if folder is not None:
-            folder.register(*_RUN_FILES)
-        dev = resolve_device(cfg.device)
-        t_load = time.time()
-        ck = _load_checkpoint(out / "checkpoint.pt", dev, cfg) if saved is not None else None  # checked before the model
-        policy, tok = load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
-        cfg, ref = prepare_policy(policy, cfg)
-        if saved is not None:  # the per-model settings are known only now: they must match the saved run's too
-            _check_resolved(saved, cfg, out)
-        torch.manual_seed(cfg.seed)
-        vhead = ValueHead(policy.config.hidden_size).to(dev) if cfg.advantage == "gae" else None
-        params = [p for p in policy.parameters() if p.requires_grad] + (list(vhead.parameters()) if vhead else [])
-        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-        env = make_env(cfg.task, cfg.seed, tok)
-        eval_env = make_env(cfg.task, 10_000 + cfg.seed, tok, env.world, evaluation=True)
-        run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
-                  Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
-        from .fit import check_fits  # before anything is written: positions, top-k, a step's memory
-
-        check_fits(cfg, policy, tok, run.eval_tasks, make_env(cfg.task, cfg.seed, tok, env.world).sample(cfg.batch_size),
-                   dev)
-        if ck is not None:
-            path = out / "checkpoint.pt"
-            try:
-                if cfg.lora_rank:  # adapters: the base is the model on disk, the checkpoint must hold every adapter
-                    _check_adapter_keys(policy, ck["model"])
-                policy.load_state_dict(ck["model"], strict=not cfg.lora_rank)
-                opt.load_state_dict(ck["opt"])
-                if vhead is not None:
-                    vhead.load_state_dict(ck["vhead"])
-                run.history, run.start_step = list(ck["history"]), int(ck["step"])
-            except (RuntimeError, KeyError, ValueError, TypeError) as e:
-                lines = [x.strip() for x in str(e).splitlines() if x.strip()] or [type(e).__name__]
-                detail = lines[min(1, len(lines) - 1)][:160]  # the first size mismatch, not the model's class
-                raise ValueError(f"the checkpoint {path} does not fit this run's model ({detail}); delete it or pass "
-                                 "--force to start over") from None
-            run.saved_step = run.start_step
-        if out is not None:
-            from ..utils import atomic_write
-
-            with atomic_write(out / "config.json") as f:
-                f.write(json.dumps(asdict(cfg), indent=1))
-        if run.start_step == 0:
-            policy.eval()
-            load_s = time.time() - t_load
-            run.history.append({"step": 0, **_eval_metrics(policy, tok, eval_env, run.eval_tasks, cfg),
-                                "timing/load_s": load_s})
-        return run
-
-    def record(self, metrics: Dict) -> None:
-        """Append a step's metrics; write the metrics files and, every ``save_every`` steps, a checkpoint."""
-        self.history.append(metrics)
-        if not self.out:
-            return
-        _write_metrics(self.out, self.history)
-        step = metrics["step"]
-        if self.cfg.save_every and (step % self.cfg.save_every == 0 or step == self.cfg.steps):
-            from ..utils import atomic_write
-
-            from ..models.lora import trainable_state_dict
-
-            model = trainable_state_dict(self.policy) if self.cfg.lora_rank else self.policy.state_dict()
-            ck = {"model": model, "opt": self.optimizer.state_dict(), "history": self.history,
-                  "step": step, "config": asdict(self.cfg)}  # the config: a checkpoint resumes only its own run
-            if self.value_head is not None:
-                ck["vhead"] = self.value_head.state_dict()
-            try:
-                with atomic_write(self.out / "checkpoint.pt", "wb") as f:
-                    torch.save(ck, f)
-            except (RuntimeError, OSError) as e:  # torch.save reports a full disk as RuntimeError ("unexpected pos")
-                kept = f"the checkpoint of step {self.saved_step} is kept" if self.saved_step else "no checkpoint is kept yet"
-                raise CheckpointWriteError(
-                    f"no space left writing {self.out / 'checkpoint.pt'} (the disk is full or a file size limit such as "
-                    f"`ulimit -f` was reached: {type(e).__name__}); {kept}") from None
-            self.saved_step = step
-
-
-def _check_adapter_keys(policy, state) -> None:
-    """Refuse (ValueError) a LoRA checkpoint whose weights are not exactly the policy's adapters: loaded with
-    ``strict=False``, it would go on with fresh random adapters under the old history (LR06)."""
-    from ..models.lora import trainable_state_dict
-
-    want, got = set(trainable_state_dict(policy)), set(state) if isinstance(state, dict) else set()
-    if want != got:
-        raise ValueError(f"\nit holds {len(want & got)} of the run's {len(want)} adapter weights"
-                         + (f" and {len(got - want)} others" if got - want else ""))
-
-
-class CheckpointWriteError(OSError):
-    """checkpoint.pt could not be written whole (a full disk); the previous checkpoint is intact."""
-
-
-#: settings that do not change a run's numbers: a folder can be resumed with other values of these
-_RESUMABLE = {"steps", "progress", "save_every", "device"}
-#: the files a run writes into its folder (its marker lists them)
-_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json")
-
-
-def _legacy_run_files(out: Path) -> set:
-    """The run files in a folder that a kit without markers wrote: those of :data:`_RUN_FILES` there, if its
-    config.json is a run's (a PPOConfig with its ``strategy`` and ``task``) and it is not a TRL run."""
-    try:
-        saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(saved, dict) or not {"strategy", "task"} <= set(saved) or (out / "engine.json").exists():
-        return set()
-    return {n for n in _RUN_FILES if (out / n).exists()}
-
-
-def _differ(old: Dict, new: Dict) -> List[str]:
-    """The settings (flattened) in which two runs differ, those that do not change a run's numbers aside;
-    a thread count of 0 ("the free cores") matches any, and so does a per-model setting not resolved yet (None
-    before the model is loaded: :func:`_check_resolved` compares it once it is)."""
-    from ..config import PER_MODEL
-
-    return [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]
-            and not (k == "threads" and 0 in (old.get(k), new[k])) and not (k in PER_MODEL and new[k] is None)]
-
-
-def _check_resolved(saved: Dict, cfg: PPOConfig, out: Path) -> None:
-    """Refuse to resume when a per-model setting, resolved from the loaded model, differs from the saved run's."""
-    from ..config import PER_MODEL, flatten
-
-    differ = [d for d in _differ(flatten(_config_from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
-    if differ:
-        raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}); choose another folder or "
-                         "pass --force to start over there")
-
-
-def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional[Dict]:
-    """The saved config (config.json) of the run in ``folder`` (an :class:`~claw_lib.utils.OutputFolder`)
-    when it is one to resume: its settings match ``cfg`` and it has a checkpoint. Refuses (ValueError) a run
-    with other settings or without a checkpoint, unless ``force``, which removes that run's files (only
-    those claw wrote). None for a folder without a run."""
-    from ..config import flatten
-
-    out = folder.path
-    if not folder.used:
-        return None
-    if force or not resume:
-        folder.remove_own()
-        return None
-    try:
-        saved = json.loads((out / "config.json").read_text())
-        old = flatten(_config_from_dict(saved))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        raise ValueError(f"{out}/config.json cannot be read ({type(e).__name__}); pass --force to start over there") from None
-    differ = _differ(old, flatten(cfg))
-    if differ:
-        raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}"
-                         f"{'; ...' if len(differ) > 4 else ''}); choose another folder or pass --force to start over there")
-    if not (out / "checkpoint.pt").exists():
-        raise ValueError(f"{out} holds a run without a checkpoint: no checkpoint yet (it stopped before its first one, "
-                         f"at step {saved.get('save_every')}, or save_every is 0), so there is nothing to resume; run "
-                         "again with --force to start over there")
-    return saved
-
-
-def _config_from_dict(d: Dict) -> PPOConfig:
-    """A PPOConfig from its ``asdict`` form (config.json); unknown fields raise TypeError."""
-    from ..config import AlignConfig, LossConfig, OPDConfig, RewardConfig, TaskConfig
-
-    top = {k: v for k, v in d.items() if k not in ("task", "loss", "reward", "opd")}
-    reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"])}
-    task = {**d["task"], "relations": tuple(d["task"]["relations"])}
-    return PPOConfig(**top, task=TaskConfig(**task), loss=LossConfig(**d["loss"]), reward=RewardConfig(**reward),
-                     opd=OPDConfig(**d["opd"]))
-
-
-def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dict:
-    """checkpoint.pt, checked: a dict with the kit's keys and, with ``cfg``, written by a run of the same
-    settings (its config inside it): a checkpoint copied from another run is refused, not resumed."""
-    from ..config import flatten
-
-    try:
-        ck = torch.load(path, weights_only=False, map_location=device)
-    except Exception as e:  # a truncated or foreign file: say which and what to do
-        raise ValueError(f"the checkpoint {path} cannot be read ({type(e).__name__}); delete it to start over, "
-                         "or pass --force") from None
-    missing = [k for k in ("model", "opt", "history", "step") if not isinstance(ck, dict) or k not in ck]
-    if missing:
-        raise ValueError(f"{path} is not a claw training checkpoint (it has no {', '.join(missing)}); delete it or "
-                         "pass --force to start over")
-    if cfg is not None:
-        try:
-            old = flatten(_config_from_dict(ck["config"]))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise ValueError(f"{path} holds no record of the run that wrote it (an older claw-kit?), so it cannot be "
-                             "matched to this run's config.json; pass --force to start over") from None
-        differ = _differ(old, flatten(cfg))
-        if differ:
-            raise ValueError(f"{path} was written by another run ({'; '.join(differ[:3])}); it does not belong to "
-                             f"{path.parent}/config.json: pass --force to start over")
-    return ck
-
-
-def _write_metrics(out: Path, history: List[Dict]) -> None:
-    from ..utils import atomic_write
-
-    with atomic_write(out / "metrics.jsonl") as f:
-        for h in history:
-            f.write(json.dumps(h) + "\n")
-    keys = sorted({k for h in history for k in h}, key=lambda k: (k != "step", k))
-    with atomic_write(out / "metrics.csv", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        for h in history:
-            w.writerow(h)
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -94,7 +94,7 @@ def serve_config_dict(cfg: ServeConfig) -> dict:
 
 def serve_config_from_dict(d: dict) -> ServeConfig:
     """The inverse of :func:`serve_config_dict` (unknown fields: TypeError)."""
-    from ..rl.ppo import _config_from_dict
+    from ..rl.run import _config_from_dict
 
     return ServeConfig(**{**d, "ppo": _config_from_dict(d["ppo"])})
 

@@ -216,7 +216,7 @@ class TrainerLoop(_Loop):
             try:
                 self.update(keys)
             except Exception as e:  # diverged (or broke): training stops, serving goes on with the last weights
-                from ..rl.ppo import TrainingDivergedError
+                from ..rl.run import TrainingDivergedError
 
                 with s.cond:
                     s.stopped_reason = str(e).splitlines()[0] if isinstance(e, TrainingDivergedError) else \
@@ -232,7 +232,8 @@ class TrainerLoop(_Loop):
         turns = [s.turns[k] for k in keys]
         version = s.engine.version
         ro, sig, adv, extra = self.prepare(turns)
-        from ..rl.ppo import _check_finite, ppo_update
+        from ..rl.ppo import ppo_update
+        from ..rl.run import _check_finite
 
         stats = ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
         _check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)

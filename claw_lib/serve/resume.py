@@ -145,7 +145,7 @@ def _repair_updates(s, logged: List[dict]) -> None:
 
 def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> None:
     """After an update: the checkpoint (the commit point), the swap into the server, the records."""
-    from ..rl.ppo import _write_metrics
+    from ..rl.run import _write_metrics
     from ..utils import atomic_write
     from .engine import trainable_tensors
 
