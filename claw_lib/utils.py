@@ -111,6 +111,13 @@ def stable_printing(decimals: int = 3) -> None:
 
 
 # --------------------------------------------------------------------------- safe outputs
+class ModelNotAvailableError(RuntimeError):
+    """A model was asked for that is not on this machine (the kit never downloads); also
+    :class:`claw_lib.models.loading.ModelNotAvailableError`."""
+
+    __module__ = "claw_lib.models.loading"  # its name where every caller imports it from
+
+
 class DeviceNotAvailableError(RuntimeError):
     """A device was asked for that this machine does not have (``device="cuda"`` without a GPU)."""
 
@@ -368,8 +375,6 @@ def script_main(main, argv=None) -> int:
     """Run a script's ``main(argv)`` (the benchmarks, tools): a setting the library refuses (ValueError), a model
     or a device that is not there, or a folder another run holds exits with that one line ("error: ...", exit
     code 1) instead of a traceback (BM05, BM08, BM09)."""
-    from .models.loading import ModelNotAvailableError
-
     try:
         return main(argv) or 0
     except (ValueError, ModelNotAvailableError, DeviceNotAvailableError, FolderBusyError) as e:

@@ -522,7 +522,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     adapters are added (claw_lib.models.lora; the teacher is then the adapter-disabled model, no copy).
     """
     from ..models.lm import load_causal_lm, resolve_dtype
-    from ..toy.users import make_env
+    from ..toy.envs import make_env
     from ..utils import resolve_device
 
     set_threads(cfg.threads)

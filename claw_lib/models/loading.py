@@ -10,16 +10,14 @@ import importlib.util
 from pathlib import Path
 from typing import Optional
 
+from ..utils import ModelNotAvailableError  # defined at the bottom layer (utils.script_main reads it)
+
 __all__ = ["ModelNotAvailableError", "from_pretrained_offline", "resolve_encoder_path", "package_dir",
            "E5_NAMES", "MINILM_NAMES", "file_sha256", "verify_manifest", "check_causal_lm_folder", "write_manifest"]
 
 #: names of the two offline encoders
 E5_NAMES = ("e5", "me5s", "multilingual-e5-small")
 MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2")
-
-
-class ModelNotAvailableError(RuntimeError):
-    """A model was asked for that is not on this machine (the kit never downloads)."""
 
 
 def package_dir(name: str) -> Optional[Path]:

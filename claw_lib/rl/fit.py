@@ -43,13 +43,18 @@ def step_bytes(n_tokens: int, model) -> int:
     return 4 * n_tokens * (LOGIT_COPIES * vocab + ACTIVATION_COPIES * layers * width)
 
 
+def eval_tokens(cfg: PPOConfig) -> int:
+    """Longest greedy answer in evaluation: EVAL_MAX_NEW_TOKENS (40), or the rollout's cap when longer."""
+    from ..toy.evaluation import EVAL_MAX_NEW_TOKENS
+
+    return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
+
+
 def check_fits(cfg: PPOConfig, model, tokenizer, tasks, step_tasks, device: str, engine: str = "kit") -> None:
     """Refuse (:class:`SettingError`, one line) a run that cannot work on ``model``: ``tasks`` (the evaluation's)
     and ``step_tasks`` (one training step's) are :class:`~claw_lib.toy.users.Task` lists whose prompts are
     measured. Nothing else is done, so a refused run leaves nothing behind."""
     from ..models.lm import max_positions
-    from .run import eval_tokens
-
     prompts = [getattr(t, "prompt", "") for t in list(tasks) + list(step_tasks)]
     lengths = [len(x) for x in tokenizer(prompts)["input_ids"]] if prompts else []  # one batched call
     longest = max(lengths, default=0)

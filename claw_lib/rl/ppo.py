@@ -354,14 +354,12 @@ def _rollout_topk(ro: Rollout, k: int):
 
 
 def _chain_step_rewards(ro: Rollout, sigs, cfg: PPOConfig) -> Optional[np.ndarray]:
-    """The steps of multi-step episodes (:class:`~claw_lib.toy.chains.ChainStep`): each step's reward, the episode's
-    outcome plus (``cfg.task.chain_reward == "outcome+prm"``) the judge's vote on the step's next state; None for
-    any other batch."""
-    from ..toy.chains import ChainStep, chain_rewards, episode_outcomes
+    """The steps of multi-step episodes (the tasks' own answer, :func:`claw_lib.toy.env.step_rewards`; for
+    :class:`~claw_lib.toy.chains.ChainStep` the episode's outcome plus, with ``cfg.task.chain_reward ==
+    "outcome+prm"``, the judge's vote on the step's next state); None for any other batch."""
+    from ..toy.env import step_rewards
 
-    if not ro.tasks or not isinstance(ro.tasks[0], ChainStep):
-        return None
-    return chain_rewards(episode_outcomes(ro.tasks, ro.scores), [s.score for s in sigs], cfg.task.chain_reward)
+    return step_rewards(ro.tasks, ro.scores, [s.score for s in sigs], cfg.task.chain_reward)
 
 
 def v2_hybrid(cfg: PPOConfig) -> bool:

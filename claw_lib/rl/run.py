@@ -35,6 +35,7 @@ from ..toy.users import Task
 from .core import ValueHead
 from . import ppo  # the stages, looked up at each call (a notebook or test may replace one)
 from .ppo import Scorer
+from .fit import eval_tokens
 from .strategies import check as _check
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
@@ -102,13 +103,6 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
     return run.history
 
 
-def eval_tokens(cfg: PPOConfig) -> int:
-    """Longest greedy answer in evaluation: EVAL_MAX_NEW_TOKENS (40), or the rollout's cap when longer."""
-    from ..toy.evaluation import EVAL_MAX_NEW_TOKENS
-
-    return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
-
-
 class TrainingDivergedError(SettingError):
     """The weights became NaN or inf in an update (a learning rate or a loss weight far too large);
     ``settings``: the dotted names of the settings to lower."""
@@ -161,7 +155,7 @@ class _Run:
     def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool) -> "_Run":
         """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None."""
         from ..models.lm import load_causal_lm
-        from ..toy.users import make_env
+        from ..toy.envs import make_env
         from ..utils import resolve_device, set_threads
 
         _check(cfg)

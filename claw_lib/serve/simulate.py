@@ -335,7 +335,7 @@ def simulate(url: str, user: str = "teacher", sessions: int = 40, turns: int = 3
     from tqdm.auto import tqdm
 
     from ..config import TaskConfig
-    from ..toy.users import make_env
+    from ..toy.envs import make_env
 
     _check_settings(user, sessions, turns, seed, wait_trained, side_turns)
     if session_prefix is not None and not (0 < len(session_prefix.strip()) <= 180):

@@ -7,7 +7,7 @@ correction: here a logistic regression on frozen contextual word vectors of the 
 (:meth:`claw_lib.alignment.encoders.Encoder.embed_words`), predicting for every word the
 probability that the alignment's binary reward would be negative (-1).
 
-* Data (:func:`world_rows`): the toy world's facts, answered rightly or wrongly, and the
+* Data (:func:`claw_lib.toy.probe.world_rows`): the toy world's facts, answered rightly or wrongly, and the
   :class:`~claw_lib.toy.users.CorrectingUser`'s reply; each row is in the probe-set format
   (``id``, ``lang``, ``kind``, ``output``, ``correction``, ``rejected`` character spans), so
   :func:`claw_lib.toy.probe.probe_metrics` reads it too.
@@ -25,7 +25,6 @@ the wrong values it has seen next to a country), not the truth of a fact it has 
 """
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -41,43 +40,7 @@ __all__ = ["world_rows", "label_rows", "word_features", "LabelledRows", "TokenRe
 MATCH, REJECT = 0.5, -1.0
 
 
-# --------------------------------------------------------------------------- data
-def world_rows(world, facts: Sequence, seed: int = 0, per_fact: int = 2, p_wrong: float = 0.5,
-               styles: Sequence[str] = ("formal", "friendly"), p_noise: float = 0.2,
-               p_vague: float = 0.1, prefix: str = "w") -> List[dict]:
-    """(output, correction) pairs from the toy world, in the probe-set format.
-
-    world: a :class:`~claw_lib.toy.world.FactWorld`; facts: its :class:`~claw_lib.toy.world.Fact` s.
-    For every fact, ``per_fact`` answers in a random style from ``styles``, each wrong (a
-    :meth:`~claw_lib.toy.world.FactWorld.distractor` value) with probability ``p_wrong``; the
-    :class:`~claw_lib.toy.users.CorrectingUser` (``p_noise``, ``p_vague``) replies. Deterministic
-    from ``seed``.
-
-    Returns dicts: ``id``, ``lang``, ``kind`` ("wrong" / "right"), ``relation``, ``country`` (zh
-    name), ``question``, ``output``, ``correction``, ``reply`` (the user's reply kind), ``value``:
-    the character span of the stated value (right or wrong) and ``rejected``: ``[value]`` for a
-    wrong answer, ``[]`` for a right one.
-    """
-    from ..toy.users import CorrectingUser
-
-    rng = random.Random(seed)
-    user = CorrectingUser(world, p_noise=p_noise, p_vague=p_vague, seed=seed)
-    rows = []
-    for k, fact in enumerate(facts):
-        for a in range(per_fact):
-            wrong = rng.random() < p_wrong
-            value = world.distractor(fact, rng) if wrong else fact.truth
-            output = fact.answer(value, style=rng.choice(list(styles)))
-            fb = user.reply(fact, output)
-            # the value is the last mention in every template ("墨西哥的首都是墨西哥城。")
-            s = output.rfind(value)
-            span = [s, s + len(value)]
-            rows.append({"id": f"{prefix}{seed}-{k}-{a}", "lang": fact.lang, "kind": "wrong" if wrong else "right",
-                         "relation": fact.relation, "country": fact.country.zh, "question": fact.question(),
-                         "output": output, "correction": fb.next_state, "reply": fb.kind, "value": span, "rejected": [span] if wrong else []})
-    return rows
-
-
+# --------------------------------------------------------------------------- data (the rows: claw_lib.toy.probe.world_rows)
 def word_features(encoder, output: str) -> np.ndarray:
     """Features of the OUTPUT only: (n_words, d) float32, one row per word token of
     :func:`claw_lib.text.tokens.tokenize` (``d`` = the encoder's hidden size, 384 for e5); the
@@ -239,7 +202,7 @@ def evaluate(pred_rewards: Sequence[np.ndarray], data: LabelledRows) -> Dict[str
 
 def value_auc(pred_rewards: Sequence[np.ndarray], data: LabelledRows) -> float:
     """Can the model tell a wrong value from a right one? Over rows with a ``value`` span
-    (:func:`world_rows`), the probability that a random wrong answer's value words get a lower
+    (:func:`~claw_lib.toy.probe.world_rows`), the probability that a random wrong answer's value words get a lower
     mean predicted reward than a random right answer's (ties count 1/2): 0.5 = no knowledge of
     the facts, 1 = it always knows. nan without both kinds."""
     wrong, right = [], []
@@ -261,3 +224,13 @@ def baseline_metrics(data: LabelledRows) -> Dict[str, float]:
     is the share of non-negative words, recall 0, and its hit rate (all words tied) the expected
     hit rate of a random ranking: the mean share of words inside the span."""
     return evaluate([np.full(len(y), MATCH) for y in data.y], data)
+
+
+def __getattr__(name: str):
+    """``world_rows``, which moved to :mod:`claw_lib.toy.probe` (the toy world's data belongs above the signals),
+    still importable from here."""
+    if name == "world_rows":
+        from ..toy.probe import world_rows
+
+        return world_rows
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

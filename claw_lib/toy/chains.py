@@ -60,6 +60,16 @@ class ChainStep(Task):
     episode: int = 0
     index: int = 0
 
+    @classmethod
+    def evaluate(cls, tasks, scores):
+        """{"all": the share of episodes with every step right}."""
+        return {"all": episode_success(tasks, scores)}
+
+    @classmethod
+    def step_rewards(cls, tasks, scores, votes, how):
+        """Each step's reward: its episode's outcome plus (``how`` "outcome+prm") the judge's vote on its next state."""
+        return chain_rewards(episode_outcomes(tasks, scores), votes, how)
+
 
 class ChainEnv(FactEnv):
     """Episodes of 2-4 lookups about one country (:data:`CHAIN_LENGTHS`); ``sample(n)`` returns the steps of ``n``

@@ -47,17 +47,10 @@ def evaluate_policy(model, tok, env, tasks: Sequence[Task], max_new_tokens: int 
 def evaluate_by_user(model, tok, env, tasks: Sequence[Task], max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> Dict[str, float]:
     """:func:`evaluate_policy` as {"all": score}, plus each persona's own mean score when the tasks come from a
     :class:`~claw_lib.toy.users.JointEnv` ({"all", "teacher", "student"}); one greedy pass."""
-    from .chains import ChainStep, episode_success
-    from .users import JointTask
+    from .env import evaluate
 
     scores = [f.score for f in greedy_feedback(model, tok, env, tasks, max_new_tokens)[1]]
-    if tasks and isinstance(tasks[0], ChainStep):
-        return {"all": episode_success(tasks, scores)}
-    out = {"all": float(np.mean(scores))}
-    if tasks and isinstance(tasks[0], JointTask):
-        for name in dict.fromkeys(t.user for t in tasks):
-            out[name] = float(np.mean([s for t, s in zip(tasks, scores) if t.user == name]))
-    return out
+    return evaluate(tasks, scores)  # the tasks' own answer: per persona, per episode (claw_lib.toy.env)
 
 
 def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:

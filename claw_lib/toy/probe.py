@@ -16,17 +16,18 @@ the same per kind, language and style.
 from __future__ import annotations
 
 import hashlib
+import random
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..config import RewardConfig
 from ..signals.rewards import token_rewards
 
-__all__ = ["PROBE_SET", "PROBE_V2", "PROBE_LONG", "load_probe_set", "split_of", "probe_metrics", "judge_can_read",
+__all__ = ["world_rows", "PROBE_SET", "PROBE_V2", "PROBE_LONG", "load_probe_set", "split_of", "probe_metrics", "judge_can_read",
            "probe_table",
            "quality_table"]
 
@@ -222,3 +223,40 @@ def quality_table(results: Dict[str, Dict], group: Optional[str] = None) -> str:
         cells = [_cell(m)] + [_cell(m["groups"][group][v]) if v in m["groups"].get(group, {}) else "-" for v in vals]
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- rows from the toy world
+def world_rows(world, facts: Sequence, seed: int = 0, per_fact: int = 2, p_wrong: float = 0.5,
+               styles: Sequence[str] = ("formal", "friendly"), p_noise: float = 0.2,
+               p_vague: float = 0.1, prefix: str = "w") -> List[dict]:
+    """(output, correction) pairs from the toy world, in the probe-set format.
+
+    world: a :class:`~claw_lib.toy.world.FactWorld`; facts: its :class:`~claw_lib.toy.world.Fact` s.
+    For every fact, ``per_fact`` answers in a random style from ``styles``, each wrong (a
+    :meth:`~claw_lib.toy.world.FactWorld.distractor` value) with probability ``p_wrong``; the
+    :class:`~claw_lib.toy.users.CorrectingUser` (``p_noise``, ``p_vague``) replies. Deterministic
+    from ``seed``.
+
+    Returns dicts: ``id``, ``lang``, ``kind`` ("wrong" / "right"), ``relation``, ``country`` (zh
+    name), ``question``, ``output``, ``correction``, ``reply`` (the user's reply kind), ``value``:
+    the character span of the stated value (right or wrong) and ``rejected``: ``[value]`` for a
+    wrong answer, ``[]`` for a right one.
+    """
+    from .users import CorrectingUser
+
+    rng = random.Random(seed)
+    user = CorrectingUser(world, p_noise=p_noise, p_vague=p_vague, seed=seed)
+    rows = []
+    for k, fact in enumerate(facts):
+        for a in range(per_fact):
+            wrong = rng.random() < p_wrong
+            value = world.distractor(fact, rng) if wrong else fact.truth
+            output = fact.answer(value, style=rng.choice(list(styles)))
+            fb = user.reply(fact, output)
+            # the value is the last mention in every template ("墨西哥的首都是墨西哥城。")
+            s = output.rfind(value)
+            span = [s, s + len(value)]
+            rows.append({"id": f"{prefix}{seed}-{k}-{a}", "lang": fact.lang, "kind": "wrong" if wrong else "right",
+                         "relation": fact.relation, "country": fact.country.zh, "question": fact.question(),
+                         "output": output, "correction": fb.next_state, "reply": fb.kind, "value": span, "rejected": [span] if wrong else []})
+    return rows

@@ -20,29 +20,19 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List, Optional
+
+import numpy as np
 
 from ..prompts import build_prompt
 from ..text.phrases import ASIDES, CORRECTION_LEADS, STYLE_HINTS, STYLE_THANKS, THANKS, VAGUE_REPLIES, with_lead
+from .env import Feedback, Task
 from .tools import TOOL_ALIASES, ToolFact, run_lookup
 from .world import Fact, FactWorld, PairFact
 
 __all__ = ["Feedback", "CorrectingUser", "StudentUser", "TeacherUser", "FactEnv", "Task", "make_user",
            "states_value", "make_env"]
-
-
-@dataclass
-class Feedback:
-    """next_state: the user's reply or the tool's output (what OpenClaw-RL calls s_{t+1}); score in
-    [0, 1]; kind: "thanks", "correction", "vague", "style", "tool_result" or "tool_error"; checks: the
-    named checks behind the score; role: who wrote the next state, "user" or "tool"."""
-
-    next_state: str
-    score: float
-    kind: str
-    checks: dict = field(default_factory=dict)
-    role: str = "user"
 
 
 def _norm(s: str) -> str:
@@ -240,16 +230,6 @@ def make_user(name: str, world: FactWorld, seed: int = 0, p_vague: Optional[floa
     return users[name](world, seed=seed, **({} if p_vague is None else {"p_vague": p_vague}))
 
 
-@dataclass
-class Task:
-    """One question for the policy: the fact, the prompt text it is asked with, and that prompt's
-    surface form (:data:`claw_lib.prompts.PROMPT_FORMS`; the teacher's prompt uses the same)."""
-
-    fact: Fact
-    prompt: str
-    form: str = "kit"
-
-
 class FactEnv:
     """A world, a user and a pool of facts.
 
@@ -325,6 +305,14 @@ class JointTask(Task):
 
     user: str = ""
 
+    @classmethod
+    def evaluate(cls, tasks, scores):
+        """{"all": the mean score, and each persona's own mean score}."""
+        out = {"all": float(np.mean(scores))}
+        for name in dict.fromkeys(t.user for t in tasks):
+            out[name] = float(np.mean([s for t, s in zip(tasks, scores) if t.user == name]))
+        return out
+
 
 class JointEnv:
     """Several personas train one policy at the same time (the paper's second version's *joint* optimisation): each
@@ -361,27 +349,10 @@ class JointEnv:
         return self.envs[task.user].step(task, response)
 
 
-def make_env(task, seed: int, tokenizer=None, world=None, evaluation: bool = False):
-    """The environment of a :class:`~claw_lib.config.TaskConfig` ``task``: a :class:`FactEnv` of the fact world
-    (``task.world == "fact"``) or a :class:`~claw_lib.toy.real_tasks.RealTaskEnv` of the real-world questions
-    ("real"; ``evaluation``: its held-out "eval" split). tokenizer: passed on when it has a chat template;
-    world: the first env's ``world`` to share it."""
-    from ..prompts import has_chat_template
+def __getattr__(name: str):
+    """``make_env``, the factory at the top of ``toy/`` (:mod:`claw_lib.toy.envs`), still importable from here."""
+    if name == "make_env":
+        from .envs import make_env
 
-    tok = tokenizer if has_chat_template(tokenizer) else None
-    if task.world == "real":
-        from .real_tasks import RealTaskEnv
-
-        return RealTaskEnv(world, user=task.user, split="eval" if evaluation else "train",
-                           misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
-                           p_vague=task.p_vague, form=task.prompt_form)
-    if task.user == "joint":
-        return JointEnv(world, misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
-                        p_vague=task.p_vague, form=task.prompt_form)
-    if task.user == "tool-chain":
-        from .chains import ChainEnv
-
-        return ChainEnv(world, misconception_share=task.misconception_share, seed=seed, tokenizer=tok,
-                        form=task.prompt_form)
-    return FactEnv(world, user=task.user, relations=task.relations, misconception_share=task.misconception_share,
-                   seed=seed, tokenizer=tok, questions=task.questions, p_vague=task.p_vague, form=task.prompt_form)
+        return make_env
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
