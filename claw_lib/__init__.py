@@ -36,10 +36,14 @@ brackets)::
     │   └── lora.py          small LoRA adapters; the adapter-disabled model as the frozen teacher       [12]
     ├── rl/              4. PPO and its ablations                                              [08-10]
     │   ├── core.py          GAE, KL estimators, clipped surrogate, value head
-    │   ├── ppo.py           rollout -> compute_signals -> compute_advantages -> ppo_update
+    │   ├── strategies.py    one row per strategy; plan(cfg): what every stage does for it (torch-free)
+    │   ├── ppo.py           the stages: rollout -> compute_signals -> compute_advantages -> ppo_update
+    │   ├── run.py           the loop (train), its folder, checkpoint, resume, metrics files; a TRL run's folder
+    │   ├── fit.py           whether a run fits its model and machine, checked before anything is written
     │   ├── grids.py         ablation settings and grids, the paper's numbers
     │   └── ablation.py      run a grid; tables, paired differences, curves
     ├── toy/             the lab: a fact world small enough for a laptop                       [05a 07 10]
+    │   ├── env.py           what an environment is: Task, Feedback, the Env protocol (the bottom of toy/)
     │   ├── world.py         countries, facts, questions, answers
     │   ├── tools.py         the lookup tool: calls, results, errors (next states from a tool)
     │   ├── chains.py        the multi-step tool task: episodes of 2-4 calls, outcome and process rewards
@@ -48,17 +52,20 @@ brackets)::
     │   ├── users.py         simulated users (correcting, student, teacher, ta, tool), FactEnv, JointEnv
     │   ├── real_tasks.py    real-world questions (capitals, dates, units, arithmetic) for a real model [12]
     │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
-    │   └── probe.py         the labelled probe set and alignment-quality metrics
+    │   ├── probe.py         the labelled probe set and alignment-quality metrics; rows from the toy world
+    │   └── envs.py          make_env: the environment a TaskConfig asks for (the top of toy/)
     ├── apps/            what a person runs                                                    [02 11]
     │   ├── cli.py           the ``claw`` command
     │   ├── explorer.py      the interactive alignment explorer and its static report
     │   └── viz.py           heatmaps, coloured tokens, figures
-    └── integrations/    other engines on the kit's signals (optional packages)             [docs/trl.md]
-        └── trl.py           TRL's GRPOTrainer with the kit's per-token advantages (multi-GPU, vLLM, PEFT)
+    ├── integrations/    other engines on the kit's signals (optional packages)             [docs/trl.md]
+    │   └── trl.py           TRL's GRPOTrainer with the kit's per-token advantages (multi-GPU, vLLM, PEFT)
+    └── serve/           the live system: a model that learns while it serves (the same stages)     [14]
 
-Imports run one way: ``text`` and ``models`` at the bottom, then ``alignment``, ``signals``, ``toy``,
-``rl``, and ``apps`` and ``integrations`` on top (only ``integrations`` imports trl / accelerate, and
-nothing imports ``integrations``). The names below are the quickest way in.
+Imports run one way, down these layers: ``text``, ``utils``, ``ops``, ``config``, ``prompts`` at the bottom,
+then ``models``, ``alignment``, ``signals``, ``toy``, ``rl``, ``integrations``, ``serve``, and ``apps`` on top
+(only ``integrations`` imports trl / accelerate; one import still runs up: ``rl.ablation``'s grid runner starts
+the TRL engine). ``tests/test_architecture.py`` checks the layers. The names below are the quickest way in.
 """
 from .alignment.costs import cosine_cost, cost_matrix, lexical_cost, text_cost
 from .alignment.dp import Alignment, AlignOp, align, align_reference

@@ -245,7 +245,8 @@ class OPDConfig:
     broadcast on satisfied turns only: a -1 broadcast also pushes down the good tokens of a half-right
     answer (notebook 09); a -1 turn without a hint then gives no sample"""
     m: int = 1
-    """judge votes per turn (an LLM judge samples m times; the rule judge is deterministic)"""
+    """judge votes per turn: an LLM judge samples m times (the live server's ``--judge``, claw_lib.serve.loops); the
+    toy world's rule judge is deterministic, so its m votes are one vote repeated"""
     min_hint_chars: int = 10
     """a hint must be longer than this many characters to count (upstream: 10)"""
     hint_candidates: int = 1

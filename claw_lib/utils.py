@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "FolderLock",
-           "FolderBusyError", "DeviceNotAvailableError", "check_new_output", "check_new_file", "OutputFolder", "MARKER",
+           "FolderBusyError", "DeviceNotAvailableError", "check_new_file", "OutputFolder", "MARKER",
            "script_main", "disk_errors", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
 
 
@@ -379,19 +379,6 @@ def script_main(main, argv=None) -> int:
         return main(argv) or 0
     except (ValueError, ModelNotAvailableError, DeviceNotAvailableError, FolderBusyError) as e:
         raise SystemExit(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-
-
-def check_new_output(folder, force: bool = False, what: str = "output", marker: Optional[str] = None) -> Path:
-    """``folder`` as a Path, refusing to reuse one that already holds results unless ``force``: a
-    folder is in use when it holds ``marker`` (a file name), or anything at all when ``marker`` is None.
-    A path that is a file is always refused."""
-    p = Path(folder)
-    if p.exists() and not p.is_dir():
-        raise ValueError(f"{what} folder {p} is a file")
-    used = p.exists() and ((p / marker).exists() if marker else any(p.iterdir()))
-    if used and not force:
-        raise ValueError(f"{what} folder {p} already holds results; choose a new folder or pass --force to replace them")
-    return p
 
 
 # --------------------------------------------------------------------------- output folders

@@ -13,7 +13,7 @@ from ..text.tokens import Token
 from .costs import text_cost
 from .dp import Alignment, align
 
-__all__ = ["TextAlignment", "align_texts", "align_many"]
+__all__ = ["TextAlignment", "align_texts"]
 
 
 @dataclass
@@ -100,19 +100,3 @@ def _check_tokens(output: str, tokens) -> None:
             raise ValueError(f"output_tokens are not the output's: token {t.text!r} at {t.start}-{t.end} is "
                              f"{output[t.start:t.end]!r} in the output" if isinstance(output, str) else
                              "output must be a string")
-
-
-def align_many(outputs: List[str], corrections: List[str], config: Optional[AlignConfig] = None,
-               encoder=None) -> List[TextAlignment]:
-    """:func:`align_texts` for many pairs: every text is embedded first in a few padded encoder passes
-    (:meth:`~claw_lib.alignment.encoders.Encoder.prefetch`; a correction shared by several outputs
-    once), then each pair is aligned. Same results as one pair at a time, several times faster."""
-    from .encoders import load_encoder
-
-    if len(outputs) != len(corrections):
-        raise ValueError(f"{len(outputs)} outputs but {len(corrections)} corrections")
-    cfg = config or AlignConfig()
-    enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
-    if cfg.contextual:
-        enc.prefetch(list(outputs) + list(corrections), cfg.layer)
-    return [align_texts(o, c, cfg, encoder=enc) for o, c in zip(outputs, corrections)]

@@ -51,15 +51,14 @@ def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig) -> Dict[str, float]:
     return {"eval/score": by.pop("all"), **{f"eval/score/{name}": v for name, v in by.items()}}
 
 
-def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optional[int] = None,
-          force: bool = False) -> List[Dict]:
+def train(cfg: PPOConfig, out_dir=None, stop_after: Optional[int] = None, force: bool = False) -> List[Dict]:
     """Run PPO; returns the list of per-step metric dicts (also written to ``out_dir``).
 
     ``out_dir`` is locked while the run writes to it. A folder that holds a run with the same
     settings (``steps`` aside, so a run can be extended) is resumed from its checkpoint; one that
     holds a run with other settings, or a run that cannot be resumed, is refused (ValueError naming
-    the differing settings) unless ``force``, which starts over there. ``resume=False`` starts over
-    as well. stop_after: stop (as if interrupted) after this many steps of this call (for tests).
+    the differing settings) unless ``force``, which starts over there. stop_after: stop (as if
+    interrupted) after this many steps of this call (for tests).
     """
     from ..config import validate
     from ..utils import OutputFolder
@@ -69,7 +68,7 @@ def train(cfg: PPOConfig, out_dir=None, resume: bool = True, stop_after: Optiona
         return _train(_Run.start(cfg, None, False, False), stop_after)
     folder = OutputFolder.claim(out_dir, "train", force, "training output", names=_RUN_FILES, legacy=_legacy_run_files)
     with folder.locked(force):  # checked again under the lock; stale temporary files of a killed run removed
-        return _train(_Run.start(cfg, folder, resume, force), stop_after)
+        return _train(_Run.start(cfg, folder, True, force), stop_after)
 
 
 def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:

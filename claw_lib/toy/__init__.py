@@ -1,5 +1,7 @@
-"""The toy lab the tutorials run in: the bilingual fact world (:mod:`~claw_lib.toy.world`), its lookup
+"""The toy lab the tutorials run in: what an environment is (:mod:`~claw_lib.toy.env`: Task, Feedback, the Env
+protocol), the bilingual fact world (:mod:`~claw_lib.toy.world`), its lookup
 tool (:mod:`~claw_lib.toy.tools`), the pre-training corpus (:mod:`~claw_lib.toy.corpus`), the kit's tiny
-GPT (:mod:`~claw_lib.toy.pretrain`), simulated users (:mod:`~claw_lib.toy.users`), greedy evaluation and
-the hinted teacher's score (:mod:`~claw_lib.toy.evaluation`) and the labelled probe set
-(:mod:`~claw_lib.toy.probe`)."""
+GPT (:mod:`~claw_lib.toy.pretrain`), simulated users (:mod:`~claw_lib.toy.users`), the multi-step tool task
+(:mod:`~claw_lib.toy.chains`), real-world questions (:mod:`~claw_lib.toy.real_tasks`), greedy evaluation and
+the hinted teacher's score (:mod:`~claw_lib.toy.evaluation`), the labelled probe set
+(:mod:`~claw_lib.toy.probe`) and, at the top, the factory :func:`~claw_lib.toy.envs.make_env`."""
