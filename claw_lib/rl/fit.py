@@ -23,7 +23,10 @@ def free_memory_bytes(device: str) -> Optional[int]:
     if str(device).startswith("cuda"):
         import torch
 
-        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        try:  # a device that cannot report its free memory (the tests' stand-in for a GPU) is not checked
+            return int(torch.cuda.mem_get_info(torch.device(device))[0])
+        except (AssertionError, RuntimeError, AttributeError):
+            return None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
