@@ -77,11 +77,12 @@ class Engine:
 
     def __init__(self, cfg: ServeConfig):
         from ..rl.ppo import prepare_policy
+        from ..rl.strategies import plan
         from ..utils import resolve_device
 
         dev = resolve_device(cfg.ppo.device)
         trainer, tok = load_causal_lm(cfg.ppo.model, device=dev, dtype=cfg.ppo.dtype)
-        self.teacher = _frozen(trainer) if cfg.ppo.strategy in ("opd", "combined") else None
+        self.teacher = _frozen(trainer) if plan(cfg.ppo).strategy.hint else None  # the hinted teacher: opd, combined
         torch.manual_seed(cfg.ppo.seed)  # adapters (if any) start from the run's seed
         self.ppo, _ = prepare_policy(trainer, cfg.ppo, reference=False)
         self.trainer, self.tokenizer = trainer, tok

@@ -122,6 +122,7 @@ class JudgeLoop(_Loop):
     def judge(self, key: str) -> None:
         """Stage 2 on one turn; the sample record first (the commit point), then the PRM / OPD records."""
         from ..rl.ppo import compute_signals
+        from ..rl.strategies import plan
 
         s = self.system
         t = s.turns[key]
@@ -131,7 +132,7 @@ class JudgeLoop(_Loop):
         n = len(t.response_ids)
         signal = [float(x) for x in sig.token_signal[0, :n].cpu()]
         mask = [bool(x) for x in sig.mask[0, :n].cpu()]
-        rec = sample_record(t, sig.judged[0], signal, mask, s.ppo.strategy)
+        rec = sample_record(t, sig.judged[0], signal, mask, s.ppo.strategy, plan(s.ppo).strategy.hint)
         s.log("samples.jsonl", rec)
         with s.cond:
             apply_sample(s, t, rec)
@@ -141,15 +142,15 @@ class JudgeLoop(_Loop):
         s.event("judged", t0, time.time(), session_id=t.session_id, turn=t.turn, version=t.policy_version)
 
 
-def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strategy: str) -> dict:
+def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strategy: str, hinted: bool) -> dict:
     """A judged turn as ``samples.jsonl`` holds it: everything the PRM and OPD records and the trainer need."""
     return {"session_id": t.session_id, "turn": t.turn, "policy_version": t.policy_version,
             "status": "scored" if any(mask) else "excluded", "score": int(judged.score),
             "votes": [v.score for v in judged.votes], "representative_eval": judged.votes[0].text if judged.votes else "",
             "hint": judged.hint, "hint_votes": [{"vote_id": k, "score": 1 if v.positive else -1, "hint": v.hint,
                                                  "raw": v.text} for k, v in enumerate(judged.hint_votes)],
-            "teacher_logprob_len": len(signal) if judged.hint and strategy in ("opd", "combined") else 0,
-            "signal": signal, "mask": mask, "strategy": strategy}
+            "teacher_logprob_len": len(signal) if judged.hint and hinted else 0,
+            "signal": signal, "mask": mask, "strategy": strategy, "hinted": hinted}
 
 
 def upstream_records(rec: dict) -> Dict[str, dict]:
@@ -157,7 +158,7 @@ def upstream_records(rec: dict) -> Dict[str, dict]:
     key = {"session_id": rec["session_id"], "turn": rec["turn"]}
     out = {"prm.jsonl": {**key, "score": rec["score"], "votes": rec["votes"],
                          "representative_eval": rec["representative_eval"]}}
-    if rec["strategy"] in ("opd", "combined"):
+    if rec["hinted"]:  # the strategy reads hints (its plan): the OPD record
         out["opd.jsonl"] = {**key, "accepted": rec["hint"] is not None, "hint": rec["hint"],
                             "hint_len": len(rec["hint"] or ""), "votes": rec["hint_votes"],
                             "teacher_logprob_len": rec["teacher_logprob_len"]}
