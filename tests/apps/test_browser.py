@@ -10,23 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import CHROMIUM, NEEDS_BROWSER, sync_playwright
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
-                             shutil.which("google-chrome")) if p), None)
-
-
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover
-    sync_playwright = None
-
-
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no browser: install Debian's chromium (apt-get install chromium) to run it"),
-    pytest.mark.skipif(sync_playwright is None, reason="the Python package playwright is not installed (pip install playwright)"),
-]
+pytestmark = NEEDS_BROWSER
 
 
 def _free_port() -> int:

@@ -17,18 +17,9 @@ import time
 
 import pytest
 
-CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
-                             shutil.which("google-chrome")) if p), None)
+from tests.browser import CHROMIUM, NEEDS_BROWSER, sync_playwright
 
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover
-    sync_playwright = None
-
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None, reason="no browser: install Debian's chromium (apt-get install chromium) to run it"),
-    pytest.mark.skipif(sync_playwright is None, reason="the Python package playwright is not installed (pip install playwright)"),
-]
+pytestmark = NEEDS_BROWSER
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
