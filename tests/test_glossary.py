@@ -6,6 +6,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.test_seed_map import ARTICLE_HEADINGS
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 #: variant -> the glossary's term (docs/glossary.md); the seed article's title and quotes of its own word are allowed
@@ -19,7 +21,8 @@ DRIFT = {"二元": "二值", "本套件": "工具包", "本套教程": "工具�
          "预埋的误解": "植入的误解", "预置的误解": "植入的误解", "植入的错误认知": "植入的误解"}
 #: a list item that names a user as bare 学生： / 老师： (the users are 学生型用户 / 老师型用户)
 BARE_USER = re.compile(r"^\s*(?:[-*]|\d+\.)?\s*(?:\*\*)?(?:学生|老师)(?:\*\*)?：", re.M)
-QUOTED = re.compile(r"《[^》]*》|“Token级”")
+#: quotations of the seed article: its title, its own word, and (in the seed map) its section headings
+QUOTED = re.compile("|".join([r"《[^》]*》", "“Token级”"] + [re.escape(h) for h in ARTICLE_HEADINGS]))
 BARE_KIT = re.compile(r"(?<![样一这那])本套(?!件|教程)")
 
 

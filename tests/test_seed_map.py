@@ -103,3 +103,24 @@ def test_bare_pointers_repeat_a_described_one_in_their_row():
     bare = [(n, nb, sec) for n, nb, sec, desc in POINTERS if desc is None]
     unchecked = [f"line {n}: nb {nb} §{sec}" for n, nb, sec in bare if (n, nb, sec) not in described]
     assert unchecked == [], "pointers without a description, none with one in the same row: " + ", ".join(unchecked)
+
+
+#: the seed article's section headings, verbatim ("Token级" as the article writes it; the glossary's "token 级" is for
+#: the kit's own prose): the map's heading column quotes them
+ARTICLE_HEADINGS = ["从“用户说不对”到“模型改哪里”：Token级监督的实战价值", "监督信号的粒度光谱：从段落到Token的演进",
+                    "实战架构：OpenClaw-RL中Token级监督的生成流水线", "核心实战一：基于语义编辑距离的Token对齐",
+                    "核心实战二：从对齐结果到Token级奖励信号", "避坑指南：Token级监督实战中的常见陷阱与对策",
+                    "进阶实战：整合到OpenClaw-RL训练循环", "效果评估与迭代：如何判断Token级监督是否起作用"]
+SEED_ARTICLE = sorted((ROOT.parent / "shared" / "seeds").glob("000_*.txt"))
+
+
+def test_the_heading_column_quotes_the_article():
+    rows = [line.split("|") for line in SEED_MAP.read_text(encoding="utf-8").splitlines()
+            if re.match(r"\| \d \| ", line)]
+    assert [(int(r[1]), r[2].strip()) for r in rows] == list(enumerate(ARTICLE_HEADINGS, 1))
+
+
+@pytest.mark.skipif(not SEED_ARTICLE, reason="the seed article is not in this checkout (../shared/seeds/)")
+def test_the_headings_are_the_articles_own():
+    text = SEED_ARTICLE[0].read_text(encoding="utf-8")
+    assert [h for h in ARTICLE_HEADINGS if h + "\n" not in text] == []
