@@ -27,7 +27,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
            "flatten", "from_dict", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
-           "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError"]
+           "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
+           "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
+           "ENGINES"]
 
 
 class SettingError(ValueError):
@@ -61,6 +63,20 @@ DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl", "topk_clipped")
 WORLDS = ("fact", "real")
 #: model dtypes (``PPOConfig.dtype``; "auto": :func:`claw_lib.models.lm.resolve_dtype`)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: the KL-to-reference estimators (``LossConfig.kl_estimator``, :func:`claw_lib.ops.kl_estimate`)
+KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
+#: one capital a question or two (``TaskConfig.questions``)
+QUESTION_KINDS = ("single", "pair")
+#: the OPD teacher: a frozen copy of the initial policy or the live policy (``OPDConfig.teacher``)
+TEACHERS = ("frozen", "live")
+#: a tool chain's per-step reward (``TaskConfig.chain_reward``, :func:`claw_lib.toy.chains.chain_rewards`)
+CHAIN_REWARDS = ("outcome", "outcome+prm")
+#: which hint candidate becomes the hint (``OPDConfig.hint_selection``)
+HINT_SELECTIONS = ("longest", "shortest", "overlap")
+#: what counts as an alternative the correction brings (``RewardConfig.alternatives``)
+ALTERNATIVES = ("none", "exact", "all")
+#: the two training engines (``claw train --engine``, a grid's ``engines``): the kit's loop and TRL's GRPOTrainer
+ENGINES = ("kit", "trl")
 
 
 @dataclass
@@ -261,6 +277,16 @@ class OPDConfig:
     teacher: str = "frozen"
     """"frozen": a copy of the initial policy (the public code); "live": the current policy without
     gradient (the paper's wording)"""
+    contrast: str = "none"
+    """"none" (upstream) or "unrelated": subtract the gap of a control teacher that read an unrelated follow-up
+    instead of the hint (A = log pi_T - log pi_control; the style drift any extra user text causes, issue 36)"""
+    skip_first: int = 0
+    """the OPD term is 0 on the first k response tokens (a chat teacher's style drift sits there); 0: none"""
+    center: bool = False
+    """subtract each response's mean OPD gap (over the tokens kept); False: upstream"""
+    teacher_temperature: Optional[float] = None
+    """temperature of the teacher's log-probs: None (default) the rollout's sampling temperature, as the kit
+    did so far; 1.0 as upstream's teacher server scores"""
 
 
 @dataclass
@@ -549,7 +575,8 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "loss.eps_high": (0, None, True, False),  # a huge value switches the upper clip off (allowed: review NT08)
     "reward.ppl_scale": (0, None, False, False),  # a scale of 0 nats divides by zero (R10)
     "lr": (0, 1, False, True),
-    **{n: (0, None, False, False) for n in ("temperature", "loss.max_grad_norm", "opd.clip")},
+    **{n: (0, None, False, False) for n in ("temperature", "loss.max_grad_norm", "opd.clip", "opd.teacher_temperature")},
+    "opd.skip_first": (0, 100_000, True, True),
     "reward.align.max_chars": (0, 10_000_000, False, True), "reward.align.max_words": (0, 1_000_000, False, True),
     **{n: (0, 1, True, True) for n in ("gamma", "lam", "task.misconception_share", "task.p_vague",
                                        "reward.align.lexical_weight")},
@@ -564,11 +591,23 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
 #: numeric settings that count something: an integer (2.5 steps or True prompts are refused, C01-C03)
 INTEGERS = frozenset({"steps", "batch_size", "max_new_tokens", "epochs", "minibatches", "eval_prompts",
                       "loss.distill_topk", "loss.clipped_k", "opd.m", "opd.hint_candidates", "opd.selection_k", "seed",
-                      "save_every", "eval_every", "opd.min_hint_chars", "threads", "lora_rank",
+                      "save_every", "eval_every", "opd.min_hint_chars", "opd.skip_first", "threads", "lora_rank",
                       "reward.align.max_chars", "reward.align.max_words", "reward.align.layer", "reward.restated_words",
                       "reward.terse_words"})
 #: the fact world's relations (claw_lib.toy.world.RELATIONS; tests/apps/test_safety_r3_library.py checks they agree)
 FACT_RELATIONS = ("capital", "colour", "animal", "provinces")
+
+
+#: every enumerated setting of PPOConfig by its dotted name -> its choices, the one list that :func:`validate` and
+#: the command line (``choices=`` of every flag, claw_lib.apps.flags) read; ``task.prompt_form`` is
+#: :data:`claw_lib.prompts.PROMPT_FORMS`
+CHOICES: Dict[str, Tuple] = {
+    "strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
+    "subtokens": SUBTOKEN_MODES, "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": KL_ESTIMATORS,
+    "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES,
+    "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": ("none", "unrelated"),
+    "reward.alternatives": ALTERNATIVES,
+}
 
 
 def check_number(name: str, value) -> None:
@@ -610,12 +649,7 @@ def validate(cfg, prefix: str = "") -> None:
             raise ValueError(f"{full} must be in {rng}, got {value}")
     from .prompts import PROMPT_FORMS
 
-    choices = {"strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
-               "subtokens": SUBTOKEN_MODES, "task.prompt_form": tuple(PROMPT_FORMS),
-               "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": ("k1", "k3", "low_var_kl"),
-               "task.questions": ("single", "pair"), "opd.teacher": ("frozen", "live"), "task.world": WORLDS,
-               "dtype": DTYPES, "task.chain_reward": ("outcome", "outcome+prm"),
-               "opd.hint_selection": ("longest", "shortest", "overlap")}
+    choices = {**CHOICES, "task.prompt_form": tuple(PROMPT_FORMS)}
     for name, allowed in choices.items():
         key = name[len(prefix):] if name.startswith(prefix) else None  # a sub-config: its own (unprefixed) names
         if key in flat and flat[key] not in allowed:

@@ -62,8 +62,11 @@ from ..signals.opd import (
     generalized_jsd,
     judge_turn,
     opd_advantages,
+    teacher_temperature,
     topk_reverse_kl,
+    unrelated_hint,
 )
+from ..text.corrections import guess_lang
 from ..toy.users import Feedback, Task
 from .core import aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 from .strategies import STRATEGY_TABLE, Plan, plan
@@ -271,9 +274,14 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
         sigs = _choose_hints_by_overlap(ro, sigs, cfg, scorer)
     hinted = [b for b, s in enumerate(sigs) if s.hint] if p.strategy.hint else []
     teacher_ids = {b: encode(tok, task_teacher_prompt(ro.tasks[b], sigs[b].hint, tok)) for b in hinted}
+    t_temp = teacher_temperature(cfg.opd, cfg.temperature)  # opd.teacher_temperature (None: the rollout's)
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
-                                                temperature=cfg.temperature)[0])) if hinted else {}
+                                                temperature=t_temp)[0])) if hinted else {}
+    ctl = {b: encode(tok, task_teacher_prompt(ro.tasks[b], unrelated_hint(guess_lang(ro.texts[b], sigs[b].hint), b), tok))
+           for b in hinted} if cfg.opd.contrast != "none" else {}  # opd.contrast: the unrelated follow-up's teacher
+    control_lps = dict(zip(ctl, ids_logprobs(scorer.teacher, list(ctl.values()), [ro.response_ids[b] for b in ctl],
+                                             pad_token_id(tok), temperature=t_temp)[0])) if ctl else {}
     old = ro.logprobs.cpu().numpy() if ro.logprobs is not None else None
     chain = _chain_step_rewards(ro, sigs, cfg)  # multi-step episodes: R_j = o (+ p_j), else None
     # the v2 hybrid: the OPD term is the update's top-k loss; the advantage holds the RL term alone
@@ -284,7 +292,7 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
         if chain is not None:
             rows.append((np.full(n, chain[b]), np.ones(n, bool)))
         else:
-            rows.append(_turn_row(p.strategy.turn, s, teacher_lps.get(b), old_b, n, opd_cfg))
+            rows.append(_turn_row(p.strategy.turn, s, teacher_lps.get(b), old_b, n, opd_cfg, control_lps.get(b)))
     teacher_batch = None
     if p.teacher_batch:  # the teacher's prompt where there is a hint, the student's elsewhere
         dev = ro.batch.input_ids.device
@@ -293,15 +301,15 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     return rows, sigs, teacher_batch, _opd_health(teacher_lps, old)
 
 
-def _turn_row(turn: str, s, tlp: Optional[np.ndarray], old_b: Optional[np.ndarray], n: int, opd_cfg):
+def _turn_row(turn: str, s, tlp: Optional[np.ndarray], old_b: Optional[np.ndarray], n: int, opd_cfg, clp=None):
     """One turn's (signal (n,) float, mask (n,) bool) as the plan's ``turn`` says: "vote" (Binary RL's score on
     every token, a 0 vote masked), "gap" (OPD's teacher-minus-student gap; no hint: no sample) or "vote+gap"."""
     if turn == "vote":
         return binary_rl_advantages(s.score, n)
     if turn == "gap":
-        return (opd_advantages(tlp, old_b, opd_cfg), np.ones(n, bool)) if tlp is not None \
+        return (opd_advantages(tlp, old_b, opd_cfg, clp), np.ones(n, bool)) if tlp is not None \
             else (np.zeros(n), np.zeros(n, bool))
-    return combined_advantages(s, tlp, old_b, opd_cfg)
+    return combined_advantages(s, tlp, old_b, opd_cfg, clp)
 
 
 def task_teacher_prompt(task, hint: str, tokenizer) -> str:

@@ -37,6 +37,7 @@ from .judges import HintVote, RuleJudge, Vote, hint_candidates, majority_vote, s
 __all__ = [
     "TurnSignal", "judge_turn", "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher",
     "topk_reverse_kl", "clipped_topk_opd", "overlap_choice", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
+    "drift_controls", "contrast_gap", "unrelated_hint", "UNRELATED_HINTS", "teacher_temperature",
 ]
 
 @dataclass
@@ -113,9 +114,15 @@ def _check_logprobs(x: np.ndarray, what: str) -> None:
         raise ValueError(f"{what} log-prob of token {k} is {x.flat[k]}: log-probs must be finite numbers")
 
 
-def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: Optional[OPDConfig] = None) -> np.ndarray:
-    """``kappa * clip(log pi_T - log pi_old, +-clip)``, one value per response token. Raises ValueError
-    for shapes that differ, a log-prob that is NaN or inf (naming the token), or a config out of range."""
+def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: Optional[OPDConfig] = None,
+                   control_logprobs: Optional[np.ndarray] = None) -> np.ndarray:
+    """``kappa * drift_controls(clip(gap, +-clip))``, one value per response token, where the gap is
+    ``log pi_T - log pi_old`` (upstream), or with ``cfg.contrast = "unrelated"`` the contrast
+    ``(log pi_T - log pi_old) - (log pi_C - log pi_old) = log pi_T - log pi_C`` against the teacher that read an
+    unrelated follow-up instead of the hint (``control_logprobs``, same ids; :func:`contrast_gap`). Then
+    ``cfg.skip_first`` and ``cfg.center`` (:func:`drift_controls`). With the defaults: the upstream formula.
+    Raises ValueError for shapes that differ, a log-prob that is NaN or inf (naming the token), a config out of
+    range, or a contrast without the control's log-probs."""
     cfg = cfg or OPDConfig()
     _check_opd_config(cfg)
     t, o = np.asarray(teacher_logprobs, np.float64), np.asarray(old_logprobs, np.float64)
@@ -125,9 +132,76 @@ def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: 
     _check_logprobs(t, "the teacher's")
     _check_logprobs(o, "the student's")
     a = t - o
+    contrast = getattr(cfg, "contrast", "none")
+    if contrast != "none":
+        if control_logprobs is None:
+            raise ValueError(f"opd.contrast {contrast!r} needs the control teacher's log-probs (the teacher prompted "
+                             "with an unrelated follow-up, unrelated_hint) on the same response ids")
+        c = np.asarray(control_logprobs, np.float64)
+        if c.shape != o.shape:
+            raise ValueError(f"control log-probs have shape {c.shape}, student log-probs {o.shape}")
+        _check_logprobs(c, "the control teacher's")
+        a = contrast_gap(a, [c - o])
     if cfg.clip is not None:
         a = np.clip(a, -cfg.clip, cfg.clip)
+    a = drift_controls(a, getattr(cfg, "skip_first", 0), getattr(cfg, "center", False))
     return cfg.kappa * a
+
+
+# --------------------------------------------------------------------------- style drift (issue 36)
+#: unrelated follow-ups, the null control of the hinted teacher (a next state that says nothing about the answer)
+UNRELATED_HINTS = {
+    "zh": ("谢谢！顺便问一下，周末有什么好看的电影推荐吗？", "好的。另外，明天早上适合去跑步吗？",
+           "收到。请问怎么把照片从手机传到电脑上？", "明白了。你能推荐一本适合初学者的小说吗？"),
+    "en": ("Thanks! By the way, can you recommend a good movie for the weekend?",
+           "Okay. Also, is tomorrow morning a good time to go for a run?",
+           "Got it. How do I move photos from my phone to my computer?",
+           "I see. Could you suggest a novel for a beginner reader?"),
+}
+
+
+def unrelated_hint(lang: str, k: int = 0) -> str:
+    """The k-th unrelated follow-up (cyclic) in ``lang`` ("zh" or "en"): the control teacher's hint."""
+    if lang not in UNRELATED_HINTS:
+        raise ValueError(f"lang must be 'zh' or 'en', got {lang!r}")
+    pool = UNRELATED_HINTS[lang]
+    return pool[k % len(pool)]
+
+
+def contrast_gap(a_hint: np.ndarray, a_controls: Sequence[np.ndarray]) -> np.ndarray:
+    """``A_hint - mean_c A_c``: the hinted teacher's gap minus the mean gap of control teachers (an unrelated
+    follow-up, a wrong hint) on the same response ids; what the hint's *content* adds beyond the style drift
+    any extra user text causes (RLCSD's contrast). a_hint (n,), each control (n,); returns (n,)."""
+    a = np.asarray(a_hint, np.float64)
+    if not len(a_controls):
+        raise ValueError("contrast_gap needs at least one control gap")
+    cs = np.stack([np.asarray(c, np.float64) for c in a_controls])
+    if cs.shape[1:] != a.shape:
+        raise ValueError(f"control gaps have shape {cs.shape[1:]}, the hinted gap {a.shape}")
+    return a - cs.mean(0)
+
+
+def drift_controls(a: np.ndarray, skip_first: int = 0, center: bool = False) -> np.ndarray:
+    """Two cheap removals of the hinted teacher's style drift from a per-token gap ``a`` (n,):
+    ``center`` subtracts the mean of the tokens kept (``a[skip_first:]``) from them (a per-response offset:
+    the argmin does not move, the signal's sum becomes 0); ``skip_first`` sets the first k tokens to 0 (a chat
+    teacher's drift sits on the response's first token). Defaults: ``a`` unchanged. Returns a new (n,) array."""
+    if isinstance(skip_first, bool) or int(skip_first) != skip_first or skip_first < 0:
+        raise ValueError(f"skip_first must be a whole number >= 0, got {skip_first!r}")
+    out = np.array(a, np.float64, copy=True)
+    k = min(int(skip_first), len(out))
+    if center and len(out) > k:
+        out[k:] -= out[k:].mean()
+    out[:k] = 0.0
+    return out
+
+
+def teacher_temperature(cfg: Optional[OPDConfig], rollout_temperature: float) -> float:
+    """The temperature the hinted teacher's log-probs are taken at: ``cfg.teacher_temperature`` when set (1.0:
+    upstream's teacher scores the raw logits), else the rollout's sampling temperature (None, the kit's default:
+    teacher and pi_old on the same scale, so the gap is 0 where the hint changes nothing)."""
+    t = getattr(cfg, "teacher_temperature", None) if cfg is not None else None
+    return float(rollout_temperature if t is None else t)
 
 
 def binary_rl_advantages(score: int, n_tokens: int):
@@ -140,9 +214,10 @@ def binary_rl_advantages(score: int, n_tokens: int):
 
 
 def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarray], old_logprobs: np.ndarray,
-                        cfg: Optional[OPDConfig] = None):
+                        cfg: Optional[OPDConfig] = None, control_logprobs: Optional[np.ndarray] = None):
     """``A_t = w_rl * r + w_opd * A_opd`` with the dispatch of :func:`dispatch` (``w_rl_negative`` in
-    place of ``w_rl`` when r = -1, if set).
+    place of ``w_rl`` when r = -1, if set); A_opd by :func:`opd_advantages` (``control_logprobs``: the control
+    teacher's, for ``cfg.contrast``).
 
     Returns (advantages (n,), mask (n,) bool); mask all False when the turn gives no sample.
     """
@@ -163,7 +238,7 @@ def combined_advantages(signal: TurnSignal, teacher_logprobs: Optional[np.ndarra
     if kind in ("both", "opd"):
         if teacher_logprobs is None:
             raise ValueError("this turn has a hint: pass the teacher log-probs")
-        a += cfg.w_opd * opd_advantages(teacher_logprobs, old_logprobs, cfg)
+        a += cfg.w_opd * opd_advantages(teacher_logprobs, old_logprobs, cfg, control_logprobs)
     return a, np.ones(n, dtype=bool)
 
 
