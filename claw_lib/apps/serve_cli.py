@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 
 from ..config import field_docs, override
+from .flags import TRAIN_FLAGS, add_train_args, number
 
-__all__ = ["add_serve_parser", "add_simulate_parser"]
+__all__ = ["add_serve_args", "cmd_serve", "add_simulate_args", "cmd_simulate", "serve_config"]
 
 #: ``claw serve`` training options: flag -> the PPOConfig setting (a subset of ``claw train``'s)
 SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", "--temperature", "--max-new-tokens",
@@ -21,15 +22,12 @@ SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": 
                "--max-message-chars": "max_message_chars", "--max-tokens-limit": "max_tokens_limit"}
 
 
-def add_serve_parser(sub) -> None:
-    """The ``serve`` subcommand on the ``claw`` parser's subparsers ``sub``."""
+def add_serve_args(p: argparse.ArgumentParser) -> None:
+    """The flags of ``claw serve`` (the ``claw`` parser registers the command: claw_lib.apps.cli.COMMANDS)."""
     from ..serve.config import CONTEXTS, SERVE_STRATEGIES, ServeConfig, _default_ppo
-    from .cli import TRAIN_FLAGS, _add_train_args, _number
 
-    p = sub.add_parser("serve", help="serve the policy over OpenAI's chat API and learn from each session's next "
-                                     "message (the live system)")
     tmp = argparse.ArgumentParser(add_help=False)
-    _add_train_args(tmp)  # the same flags, defaults and help as claw train; the subset below is kept
+    add_train_args(tmp)  # the same flags, defaults and help as claw train; the subset below is kept
     for action in tmp._actions:
         if action.option_strings and action.option_strings[0] in SERVE_TRAIN_FLAGS:
             p._add_action(action)
@@ -42,9 +40,9 @@ def add_serve_parser(sub) -> None:
         if action.dest == "batch_size":
             action.help = f"scored samples per update (default: {base.batch_size})"
     docs, d = field_docs(ServeConfig), ServeConfig()
-    kinds = {"tis_cap": _number(float, 0), "session_timeout_s": _number(float, 0, lo_open=True),
-             "train_delay_s": _number(float, 0), "max_message_chars": _number(int, 1, 1_000_000),
-             "max_tokens_limit": _number(int, 1, 100_000)}
+    kinds = {"tis_cap": number(float, 0), "session_timeout_s": number(float, 0, lo_open=True),
+             "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
+             "max_tokens_limit": number(int, 1, 100_000)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices=CONTEXTS if name == "context" else None,
@@ -54,14 +52,12 @@ def add_serve_parser(sub) -> None:
                                                "metrics, checkpoint); the same command resumes it")
     p.add_argument("--force", action="store_true", help="start over in --out (only the files claw wrote there)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
-    p.add_argument("--port", type=_number(int, 0, 65535), default=8000, help="port (0: a free one; default 8000)")
-    p.set_defaults(func=_cmd_serve)
+    p.add_argument("--port", type=number(int, 0, 65535), default=8000, help="port (0: a free one; default 8000)")
 
 
 def serve_config(a):
     """The ServeConfig of parsed ``claw serve`` arguments (checked: one-line ValueError naming the flag)."""
     from ..serve.config import ServeConfig, _default_ppo, check_serve_config
-    from .cli import TRAIN_FLAGS
 
     paths = {TRAIN_FLAGS[f]: getattr(a, TRAIN_FLAGS[f]) for f in SERVE_TRAIN_FLAGS}
     ppo = override(_default_ppo(), paths)
@@ -79,7 +75,8 @@ def serve_config(a):
         raise ValueError(msg) from None
 
 
-def _cmd_serve(a) -> int:
+def cmd_serve(a) -> int:
+    """``claw serve``: the live system until Ctrl-C (:func:`claw_lib.serve.server.serve_forever`)."""
     from ..serve.server import serve_forever
 
     if a.out is not None and not str(a.out).strip():
@@ -87,12 +84,15 @@ def _cmd_serve(a) -> int:
     return serve_forever(serve_config(a), a.host, a.port, out=a.out, force=a.force)
 
 
-def add_simulate_parser(sub) -> None:
-    """The ``simulate`` subcommand: the simulated users drive a running server (claw_lib.serve.simulate)."""
+def add_simulate_args(p: argparse.ArgumentParser) -> None:
+    """The flags of ``claw simulate``: the simulated users drive a running server (claw_lib.serve.simulate)."""
     from ..serve import simulate
 
-    p = sub.add_parser("simulate", help="drive a claw serve (or any OpenAI-compatible) server with the simulated "
-                                        "users, several turns a session, through the openai client")
     simulate.add_arguments(p)
-    p.set_defaults(func=simulate.run_from_args)
 
+
+def cmd_simulate(a) -> int:
+    """``claw simulate`` (:func:`claw_lib.serve.simulate.run_from_args`)."""
+    from ..serve import simulate
+
+    return simulate.run_from_args(a)

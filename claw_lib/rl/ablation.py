@@ -1,27 +1,22 @@
-"""The ablation grid: strategies x settings x seeds, a results table next to the paper's, paired
-comparisons and learning curves with error bands (``claw reproduce``; notebook 09). The settings
-and grids themselves are in :mod:`claw_lib.rl.grids`."""
+"""The ablation's results: a grid's table next to the paper's, paired comparisons, the speed measure and
+learning curves with error bands (notebook 09). The settings and grids are in :mod:`claw_lib.rl.grids`; the runner
+that trains a grid (``claw reproduce``, which may start the TRL engine) is :func:`claw_lib.apps.grid.reproduce`,
+still importable from here by its old name."""
 from __future__ import annotations
 
 import csv
 import json
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..config import PPOConfig
-from .grids import GRIDS, ORDERING, PAPER, PAPER_SETTINGS, SETTINGS, STRATEGIES
-from .ppo import train
+from .grids import ORDERING, PAPER, PAPER_SETTINGS, STRATEGIES
 
-__all__ = ["reproduce", "summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
-           "ordering_report", "engine_report", "load_results", "PARTIAL", "steps_to_stable", "report_text",
+__all__ = ["summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
+           "ordering_report", "engine_report", "load_results", "steps_to_stable", "report_text",
            "rewrite_report", "until_stable", "speed_report", "plot_until_stable", "UNTIL_STABLE"]
 
-#: the finished runs of a grid that has not finished yet (one JSON line each, after a line of the grid's
-#: settings): a grid interrupted with Ctrl-C goes on from there when the same command runs again
-PARTIAL = "ablation.partial.jsonl"
 #: "holds k times in a row": the number of consecutive evaluations of :func:`steps_to_stable`
 STABLE_K = 3
 #: the batch size of the grids written before the ``batch_size`` column existed (every committed grid used 16)
@@ -64,184 +59,8 @@ def until_stable(row: Dict) -> int:
     return int(row["steps"]) if row.get("steps_to_stable") is None else int(row["steps_to_stable"])
 
 
-def reproduce(out_dir, strategies: Optional[Sequence[str]] = None, users=None, seeds=None, steps=None,
-              grid: str = "quick", lr: float = 3e-4, target: float = 0.9, progress: bool = True,
-              force: bool = False) -> List[Dict]:
-    """Run the grid; write ``ablation.csv`` (one row per strategy x setting x seed), ``ablation.md``
-    (the table, then paired comparisons per setting), ``curves.json`` and ``curves_<setting>.png``
-    into ``out_dir``. Returns the rows.
-
-    grid: a name in :data:`GRIDS` ("quick", "full", "table3"), the defaults for everything below;
-    strategies: default the grid's, else all of STRATEGIES (each setting runs those it allows);
-    users: names of :data:`SETTINGS` (a user, and for "correcting-pair" the two-part questions); the
-    ``user`` column of the table holds this setting name, ``questions`` says "single" or "pair".
-    A folder that already holds a grid's results is refused unless ``force`` (committed results are
-    never replaced by accident), which first removes the older grid's own files (its table, curves and
-    figures; nothing else: :class:`~claw_lib.utils.OutputFolder`); a folder that holds files claw did not
-    write is refused. Every finished run is added to :data:`PARTIAL` at once, so a grid stopped half-way
-    (Ctrl-C) runs only its missing runs when called again with the same settings; the tables are written
-    at the end, each whole. Seeds must be distinct (a seed given twice would count the same run twice)."""
-    from tqdm.auto import tqdm
-
-    if grid not in GRIDS:
-        raise ValueError(f"grid must be one of {sorted(GRIDS)}, got {grid!r}")
-    grid = dict(GRIDS[grid])
-    users = tuple(users or grid["users"])
-    unknown = [u for u in users if u not in SETTINGS]
-    if unknown:
-        raise ValueError(f"unknown setting(s) {unknown}: choose from {sorted(SETTINGS)}")
-    seeds = tuple(seeds if seeds is not None else grid["seeds"])
-    dup = sorted({k for k in seeds if seeds.count(k) > 1})
-    if dup:
-        raise ValueError(f"seed {dup[0]} is given twice (seeds {list(seeds)}): every run would count twice in the "
-                         "means and the paired differences; give distinct seeds")
-    steps = steps or grid["steps"]
-    from ..utils import OutputFolder, atomic_write
-
-    folder = OutputFolder.claim(out_dir, "reproduce", force, "results", names=(PARTIAL,), legacy=_legacy_grid_files)
-    out = folder.path
-    if folder.used and not force and not _only_partial(folder):
-        raise ValueError(f"the results folder {out} already holds results; choose a new folder or pass --force to "
-                         "replace them")
-    rows, curves = [], {}
-    strategies = tuple(strategies or grid.get("strategies") or STRATEGIES)
-    bad = [x for x in strategies if x not in STRATEGIES]
-    if bad:
-        raise ValueError(f"unknown strategy(ies) {bad}: choose from {STRATEGIES}")
-    engines = tuple(grid.get("engines", ("kit",)))
-    per_setting = {u: [s for s in strategies if SETTINGS[u].runs(s)] for u in users}
-    jobs = [(u, s, k, e) for e in engines for u in users for s in per_setting[u] for k in seeds]
-    if not jobs:
-        raise ValueError("the grid has no runs: no setting allows the chosen strategies")
-    labels = {(u, e): u if e == "kit" else f"{u}@{e}" for u in users for e in engines}
-    settings = {"steps": steps, "lr": lr, "batch_size": grid["batch_size"], "eval_every": grid["eval_every"],
-                "target": target}
-    with folder.locked(force):  # one grid at a time in a folder
-        if force:
-            folder.remove_own()  # the older grid's table, curves and figures (a figure it had and this one has not)
-        done = _finished_runs(out, settings)
-        names = ["ablation.csv", "curves.json", "ablation.md", PARTIAL] + [f"curves_{x}.png" for x in labels.values()]
-        folder.register(*names)
-        for user, strategy, seed, engine in tqdm(jobs, desc="ablation", disable=not progress):
-            key = f"{labels[(user, engine)]}/{strategy}/{seed}"
-            if key in done:  # finished before an interruption: its row and curve are kept (and its personas')
-                for k in [key] + [k for k in done if k.startswith(f"{labels[(user, engine)]}:")
-                                  and k.endswith(f"/{strategy}/{seed}")]:
-                    rows.append(done[k]["row"])
-                    curves[k] = [tuple(p) for p in done[k]["curve"]]
-                continue
-            cfg = SETTINGS[user].apply(PPOConfig(strategy=strategy, seed=seed, steps=steps, lr=lr, batch_size=grid["batch_size"],
-                                                 eval_every=grid["eval_every"], progress=False))
-            t0 = time.time()
-            hist = train(cfg) if engine == "kit" else _train_with(engine, cfg)
-            curve = [(h["step"], h["eval/score"]) for h in hist if "eval/score" in h]
-            user = labels[(user, engine)]  # the TRL engine's rows are "<setting>@trl"
-            curves[f"{user}/{strategy}/{seed}"] = curve
-            timing = {k: float(np.sum([h.get(k, 0.0) for h in hist])) for k in ("timing/rollout_s", "timing/score_s", "timing/update_s")}
-            rows.append({"strategy": strategy, "user": user, "engine": engine, "questions": cfg.task.questions, "seed": seed,
-                         **_curve_cells(curve), "steps": steps,
-                         "steps_to_target": steps_to_target(curve, target), "target": target,
-                         "steps_to_stable": steps_to_stable(curve, target), "batch_size": grid["batch_size"],
-                         "wall_s": round(time.time() - t0, 1),
-                         "rollout_s": round(timing["timing/rollout_s"], 2), "score_s": round(timing["timing/score_s"], 2),
-                         "update_s": round(timing["timing/update_s"], 2),
-                         "rollout_tokens": int(np.sum([h.get("timing/rollout_tokens", 0) for h in hist]))})
-            done[key] = {"row": rows[-1], "curve": curve}
-            for persona in [k.split("/", 2)[2] for k in hist[0] if k.startswith("eval/score/")]:  # joint runs
-                p_curve = [(h["step"], h[f"eval/score/{persona}"]) for h in hist if f"eval/score/{persona}" in h]
-                p_key = f"{user}:{persona}/{strategy}/{seed}"
-                curves[p_key] = p_curve
-                rows.append({**rows[-1], "user": f"{user}:{persona}", **_curve_cells(p_curve),
-                             "steps_to_target": steps_to_target(p_curve, target),
-                             "steps_to_stable": steps_to_stable(p_curve, target),
-                             # the run's time is counted once, on its own row
-                             **{k: 0 for k in ("wall_s", "rollout_s", "score_s", "update_s", "rollout_tokens")}})
-                done[p_key] = {"row": rows[-1], "curve": p_curve}
-            _write_partial(out, settings, done)
-        with atomic_write(out / "ablation.csv", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        with atomic_write(out / "curves.json") as f:
-            f.write(json.dumps(curves))
-        with atomic_write(out / "ablation.md") as f:
-            f.write(report_text(rows))
-        for (user, engine), label in labels.items():
-            plot_curves(curves, label, per_setting[user], out / f"curves_{label}.png")
-        (out / PARTIAL).unlink(missing_ok=True)  # the grid is whole: its tables hold every run
-    return rows
-
-
-def _curve_cells(curve) -> Dict:
-    """A row's scores read from its evaluation curve [(step, score), ...]."""
-    return {"base_score": round(curve[0][1], 4), "score_at_8": round(dict(curve).get(8, float("nan")), 4),
-            "final_score": round(curve[-1][1], 4), "best_score": round(max(v for _, v in curve), 4)}
-
-
-def _legacy_grid_files(out: Path) -> set:
-    """A grid's files in a folder written before markers existed (it has an ablation.csv)."""
-    if not (out / "ablation.csv").is_file():
-        return set()
-    names = {"ablation.csv", "ablation.md", "curves.json", PARTIAL} | {f.name for f in out.glob("curves_*.png")}
-    return {n for n in names if (out / n).exists()}
-
-
-def _only_partial(folder) -> bool:
-    """The folder holds an unfinished grid: its finished runs (:data:`PARTIAL`, removed only once every table is
-    written), and no tables or tables a stop or a full disk left half-written (OP05b: the rerun goes on)."""
-    return PARTIAL in folder.own
-
-
-def finished_runs(path) -> int:
-    """The runs :data:`PARTIAL` at ``path`` holds (a joint run's persona rows are not runs of their own: IR03);
-    0 when there is no such file or it cannot be read."""
-    try:
-        lines = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines()[1:] if x.strip()]
-        return sum(1 for d in lines if ":" not in str(d.get("key", "")).split("/", 1)[0])
-    except (OSError, ValueError, AttributeError):
-        return 0
-
-
-def _finished_runs(out: Path, settings: Dict) -> Dict:
-    """``run key -> {"row", "curve"}`` of :data:`PARTIAL` (empty without one); refuses (ValueError) one written
-    with other settings."""
-    f = out / PARTIAL
-    if not f.is_file():
-        return {}
-    try:
-        lines = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
-        saved = lines[0]["settings"]
-        done = {d["key"]: {"row": d["row"], "curve": d["curve"]} for d in lines[1:]}
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        raise ValueError(f"{f} (the finished runs of an interrupted grid) cannot be read; pass --force to start the "
-                         "grid over") from None
-    differ = [f"{k} {saved.get(k)!r} (saved) vs {v!r}" for k, v in settings.items() if saved.get(k) != v]
-    if differ:
-        raise ValueError(f"{out} holds an unfinished grid with other settings ({'; '.join(differ)}); run it with its "
-                         "own settings, choose another folder, or pass --force to start over")
-    return done
-
-
-def _write_partial(out: Path, settings: Dict, done: Dict) -> None:
-    from ..utils import atomic_write
-
-    with atomic_write(out / PARTIAL) as f:
-        f.write(json.dumps({"settings": settings}) + "\n")
-        for key, d in done.items():
-            f.write(json.dumps({"key": key, **d}) + "\n")
-
-
-def _train_with(engine: str, cfg: PPOConfig) -> List[Dict]:
-    """A run through another engine (``"trl"``: :func:`claw_lib.integrations.trl.train_trl`)."""
-    if engine != "trl":
-        raise ValueError(f"engine must be 'kit' or 'trl', got {engine!r}")
-    from ..integrations.trl import train_trl
-
-    return train_trl(cfg)
-
-
 def load_results(folder) -> Tuple[List[Dict], Dict]:
-    """Read what :func:`reproduce` wrote: (rows of ``ablation.csv`` with numbers parsed, curves). A missing file
+    """Read what :func:`claw_lib.apps.grid.reproduce` wrote: (rows of ``ablation.csv`` with numbers parsed, curves). A missing file
     is FileNotFoundError, a table with a missing column or a value that is not a number, or curves that are
     not a grid's, ValueError: one line naming the file (TL05, TL06)."""
     folder = Path(folder)
@@ -527,3 +346,16 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
         with atomic_write(path, "wb") as f:
             ax.figure.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=100)
     return ax
+
+
+#: the grid runner's names, moved to :mod:`claw_lib.apps.grid` (a grid may start the TRL engine, above ``rl/``)
+_RUNNER_NAMES = ("reproduce", "PARTIAL", "finished_runs")
+
+
+def __getattr__(name: str):
+    """The grid runner's names by their old path (``from claw_lib.rl.ablation import reproduce``)."""
+    if name in _RUNNER_NAMES:
+        from ..apps import grid
+
+        return getattr(grid, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

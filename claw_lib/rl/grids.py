@@ -13,7 +13,7 @@ from ..config import PPO_STRATEGIES as STRATEGIES
 from ..config import PPOConfig, override
 
 __all__ = ["PAPER", "PAPER_SETTINGS", "DIGEST_INTERACTIONS", "ORDERING", "Setting", "SETTINGS", "QUICK", "FULL", "TABLE3", "TABLE3_EXTRA", "ENGINES", "STEP8", "V2", "CHAIN", "HINTS", "JOINT", "TA", "GRIDS",
-           "STRATEGIES"]
+           "GRID_HELP", "TARGET", "STRATEGIES"]
 
 #: OpenClaw-RL, personal-agent track (Qwen3-4B, score 0..1): method -> (after 8 steps, after 16 steps)
 PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "combined": (0.76, 0.81)}
@@ -23,6 +23,10 @@ PAPER = {"base": (0.17, 0.17), "binary_rl": (0.25, 0.23), "opd": (0.25, 0.72), "
 PAPER_SETTINGS = ("teacher-vague",)
 #: the OpenClaw-RL digest: interactions until the style preference holds, with the combined method
 DIGEST_INTERACTIONS = {"student": 36, "teacher": 24}
+
+#: the eval score a grid's runs are measured against (the ``steps_to_target`` and ``steps_to_stable`` columns;
+#: every committed grid's)
+TARGET = 0.9
 
 #: the paper's Table 3 ordering, as pairs (better or equal, worse)
 ORDERING = (("combined", "opd"), ("opd", "binary_rl"))
@@ -142,3 +146,18 @@ JOINT = dict(TABLE3, users=("joint-v2", "student-colour-v2"), strategies=("binar
 TA = dict(TABLE3, users=("ta-v2",), strategies=("binary_rl", "opd_kl", "combined"))
 GRIDS = {"quick": QUICK, "full": FULL, "table3": TABLE3, "table3-extra": TABLE3_EXTRA, "engines": ENGINES,
          "step8": STEP8, "v2": V2, "chain": CHAIN, "hints": HINTS, "joint": JOINT, "ta": TA}
+#: one line per grid (``claw reproduce --help``)
+GRID_HELP = {
+    "quick": "4 settings x their strategies x 3 seeds x 16 steps",
+    "full": "48 steps, 5 seeds",
+    "table3": "the paper's 4 strategies on the teacher, hints dense and sparse, 10 seeds",
+    "table3-extra": "the same on the student and the tool user, and OPD distilled with top-K reverse KL",
+    "engines": "the kit's loop and TRL's",
+    "step8": "nine complaints in ten vague",
+    "v2": "OPD-only and the hybrid as the paper's second version trains them (clipped top-k loss), 10 seeds",
+    "chain": "outcome-only vs outcome + per-step process reward on episodes of 2-4 tool calls, 10 seeds",
+    "hints": "the v2 hybrid with three hint candidates chosen by top-k overlap or the shortest, 10 seeds",
+    "joint": "the teacher and student users training one policy (v2's joint optimisation) and the student alone, "
+             "10 seeds",
+    "ta": "the TA persona alone, 10 seeds",
+}

@@ -320,7 +320,7 @@ def test_a_grid_whose_tables_fail_to_write_goes_on_from_its_runs_OP05b(tmp_path,
     as one that holds results."""
     import errno
 
-    import claw_lib.rl.ablation as ab
+    import claw_lib.apps.grid as ab  # the grid runner (claw reproduce)
 
     ran = []
     monkeypatch.setattr(ab, "train", lambda cfg: ran.append(cfg.seed) or [{"step": 0, "eval/score": 0.5},
@@ -344,7 +344,7 @@ def test_a_grid_whose_tables_fail_to_write_goes_on_from_its_runs_OP05b(tmp_path,
 def test_an_interrupted_joint_grid_counts_runs_not_persona_rows_IR03(tmp_path, capsys, monkeypatch):
     """IR03: after one finished joint run (its row and its two personas' rows) the interrupt says 1 finished run
     (before: 3)."""
-    import claw_lib.rl.ablation as ab
+    import claw_lib.apps.grid as ab  # the grid runner (claw reproduce)
 
     g = tmp_path / "g"
 

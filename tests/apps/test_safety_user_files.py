@@ -117,7 +117,7 @@ def test_train_force_replaces_only_the_runs_own_files(tmp_path, capsys):
     args = ["train", "--steps", "1", "--batch-size", "2", "--save-every", "1", "--out", str(r)]
     assert run(args, capsys)[0] == 0
     assert set(json.loads((r / MARKER).read_text())["files"]) == {"checkpoint.pt", "config.json", "metrics.csv",
-                                                                 "metrics.jsonl"}
+                                                                 "metrics.jsonl", "samples.jsonl", "eval.jsonl"}
     notes = mine(r, {"notes.md": "what I saw"})
     rc, _, _ = run(args[:-2] + ["--seed", "1", "--out", str(r), "--force"], capsys)
     assert rc == 0 and digest(r / "notes.md") == notes and json.loads((r / "config.json").read_text())["seed"] == 1
@@ -136,7 +136,7 @@ def test_reproduce_never_overwrites_a_users_tables_UF02(tmp_path, capsys):
 
 def test_reproduce_force_removes_the_older_grids_own_files_RP03(tmp_path, capsys, monkeypatch):
     """RP03: --force first removes the older grid's own files (a figure this grid does not draw), never the user's."""
-    import claw_lib.rl.ablation as ab
+    import claw_lib.apps.grid as ab  # the grid runner (claw reproduce)
 
     monkeypatch.setattr(ab, "train", lambda cfg: [{"step": 0, "eval/score": 0.5}, {"step": 1, "eval/score": 0.75}])
     g = tmp_path / "g"

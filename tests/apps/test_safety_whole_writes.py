@@ -137,7 +137,7 @@ def test_every_output_is_checked_before_any_work_O14(tmp_path, capsys, monkeypat
 def test_a_stopped_grid_keeps_its_finished_runs_RP06(tmp_path, capsys, monkeypatch):
     """RP06: Ctrl-C after 2 of 3 runs keeps those two (ablation.partial.jsonl); the same command runs only the
     third; other settings are refused; the tables hold all three."""
-    import claw_lib.rl.ablation as ab
+    import claw_lib.apps.grid as ab  # the grid runner (claw reproduce)
 
     ran = []
 

@@ -92,7 +92,7 @@ def test_paired_difference_against_hand_computation():
 
 
 def test_reproduce_passes_each_settings_config(tmp_path, monkeypatch):
-    import claw_lib.rl.ablation as ab
+    import claw_lib.apps.grid as ab  # the grid runner (claw reproduce)
 
     seen = []
 
@@ -119,7 +119,7 @@ def test_reproduce_gives_each_persona_of_a_joint_run_its_row(tmp_path, monkeypat
     """A joint run logs eval/score/<persona>: the grid adds a row "<setting>:<persona>" per persona, scored from that
     persona's own curve (steps to 0.9 and until stable computed on it), with the run's time counted once; a grid
     interrupted after that run gives the same rows when it goes on."""
-    import claw_lib.rl.ablation as ab
+    import claw_lib.apps.grid as ab  # the grid runner (claw reproduce)
 
     def fake_train(cfg):
         t = [0.2, 0.95, 0.95, 0.95, 0.95]
