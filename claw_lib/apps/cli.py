@@ -10,6 +10,7 @@
     claw train --strategy S --user U --steps N --seed K --out DIR [--engine trl]   PPO on the fact world
     claw reproduce [--grid quick|full|table3|...] [--out DIR]   the ablation grid: table, CSV, curves
     claw serve / claw simulate         the live system and its simulated users (claw_lib.apps.serve_cli)
+    claw show RUN [--step N] [--eval]  what a run's model said before and after (claw_lib.apps.show_cli)
 
 Where things live: each command is a ``_cmd_*`` function beside the ``_add_*`` function that adds its flags, and
 :data:`COMMANDS` lists them; the flags that change a setting come from the config tree (:mod:`claw_lib.apps.flags`),
@@ -37,6 +38,7 @@ from .batch import file_out, prefetch, read_jsonl, to_json, write_jsonl
 from .flags import (ALIGN_FLAGS, OPD_FLAGS, REWARD_FLAGS, TRAIN_FLAGS, CLIError, Parser, add_flags, add_train_args,
                     flag_message, number)
 from .serve_cli import add_serve_args, add_simulate_args, cmd_serve, cmd_simulate
+from .show_cli import SHOW_HELP, add_show_args, cmd_show
 
 __all__ = ["main", "build_parser", "TRAIN_FLAGS", "COMMANDS"]
 
@@ -430,6 +432,7 @@ COMMANDS = {
               add_serve_args, cmd_serve),
     "simulate": ("drive a claw serve (or any OpenAI-compatible) server with the simulated users, several turns a "
                  "session, through the openai client", add_simulate_args, cmd_simulate),
+    "show": (SHOW_HELP, add_show_args, cmd_show),
 }
 
 

@@ -99,9 +99,9 @@ from ..rl.ppo import (
     prepare_policy,
 )
 from ..rl.run import _check_finite, _write_metrics, eval_tokens
+from ..rl.samples import append_records, evaluate_recorded, rollout_records
 from ..rl.strategies import STRATEGY_TABLE, plan
 from ..signals.opd import frozen_teacher
-from ..toy.evaluation import evaluate_policy
 from ..toy.users import Feedback, Task
 from ..utils import atomic_write, set_threads
 
@@ -330,6 +330,11 @@ class ClawGRPOTrainer(GRPOTrainer):
         adv = compute_advantages(ro, sig, self.cfg)
         self._install(out, ro, adv)
         self.last_rollout, self.last_signals, self.last_advantages, self.last_generation = ro, sig, adv, out
+        said = [dict(r, index=k) for k, r in  # every process's rows, numbered through
+                enumerate(gather_object(rollout_records(ro, sig, adv, self.processing_class, "trl")))]
+        if self.out_dir and self.accelerator.is_main_process:  # what the model said (claw_lib.rl.samples)
+            cycle = self.args.steps_per_generation * self.args.num_iterations
+            append_records(self.out_dir / "samples.jsonl", self.state.global_step // cycle + 1, said)
         self._step_metrics = {**merge_step_metrics(gather_object([step_parts(ro, sig, adv)])),
                               "timing/rollout_s": t1 - t0, "timing/score_s": t2 - t1}
         self._update_t0 = t2
@@ -360,7 +365,9 @@ class ClawGRPOTrainer(GRPOTrainer):
             was = m.training
             m.eval()
             try:
-                return evaluate_policy(m, self.processing_class, self.eval_env, self.eval_tasks, eval_tokens(self.cfg))
+                by, self._eval_answers = evaluate_recorded(m, self.processing_class, self.eval_env, self.eval_tasks,
+                                                           eval_tokens(self.cfg))
+                return by["all"]
             finally:
                 m.train(was)
 
@@ -369,6 +376,8 @@ class ClawGRPOTrainer(GRPOTrainer):
         if self.out_dir and self.accelerator.is_main_process:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             _write_metrics(self.out_dir, self.history)
+            if "eval/score" in metrics:  # the answers behind it
+                append_records(self.out_dir / "eval.jsonl", metrics["step"], getattr(self, "_eval_answers", []))
 
     def train(self, *args, **kwargs):
         """TRL's training, after recording step 0 (the evaluation before any update) as the kit does."""

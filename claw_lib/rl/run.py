@@ -36,18 +36,19 @@ from .core import ValueHead
 from . import ppo  # the stages, looked up at each call (a notebook or test may replace one)
 from .ppo import Scorer
 from .fit import eval_tokens
+from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_records, trim_records
 from .strategies import check as _check
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
            "TRL_RUN_FILES", "RunFolderTaken"]
 
 
-def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig) -> Dict[str, float]:
+def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig, out: Optional[Path] = None, step: int = 0) -> Dict[str, float]:
     """``eval/score`` (greedy answers to the fixed evaluation prompts), and with several personas (``task.user
-    "joint"``) each persona's own ``eval/score/<user>``."""
-    from ..toy.evaluation import evaluate_by_user
-
-    by = evaluate_by_user(policy, tok, env, tasks, eval_tokens(cfg))
+    "joint"``) each persona's own ``eval/score/<user>``; the answers appended to ``out/eval.jsonl`` as ``step``'s."""
+    by, answers = evaluate_recorded(policy, tok, env, tasks, eval_tokens(cfg))
+    if out is not None:
+        append_records(out / "eval.jsonl", step, answers)
     return {"eval/score": by.pop("all"), **{f"eval/score/{name}": v for name, v in by.items()}}
 
 
@@ -93,7 +94,9 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
                    "timing/update_s": time.time() - t2,
                    "timing/rollout_tokens": int(ro.batch.response_mask.sum())}
         if cfg.eval_every and ((step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps):
-            metrics.update(_eval_metrics(policy, tok, run.eval_env, run.eval_tasks, cfg))
+            metrics.update(_eval_metrics(policy, tok, run.eval_env, run.eval_tasks, cfg, run.out, step + 1))
+        if run.out is not None:  # what the model said (claw_lib.rl.samples)
+            append_records(run.out / "samples.jsonl", step + 1, rollout_records(ro, sig, adv, tok, "kit"))
         metrics["memory/peak_gib"] = peak_memory_gib(str(next(policy.parameters()).device))
         run.record(metrics)
         bar.set_postfix(score=f"{metrics['reward/score']:.2f}")
@@ -186,6 +189,8 @@ class _Run:
                    dev)
         if ck is not None:
             run._restore(ck)
+        if out is not None:  # a resumed run repeats the steps after its checkpoint: their records go
+            trim_records(out, run.start_step)
         if out is not None:
             from ..utils import atomic_write
 
@@ -194,7 +199,7 @@ class _Run:
         if run.start_step == 0:
             policy.eval()
             load_s = time.time() - t_load
-            run.history.append({"step": 0, **_eval_metrics(policy, tok, eval_env, run.eval_tasks, cfg),
+            run.history.append({"step": 0, **_eval_metrics(policy, tok, eval_env, run.eval_tasks, cfg, out, 0),
                                 "timing/load_s": load_s})
         return run
 
@@ -266,7 +271,7 @@ class CheckpointWriteError(OSError):
 #: settings that do not change a run's numbers: a folder can be resumed with other values of these
 _RESUMABLE = {"steps", "progress", "save_every", "device"}
 #: the files a run writes into its folder (its marker lists them)
-_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json")
+_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json") + RECORD_FILES
 
 
 def _legacy_run_files(out: Path) -> set:
@@ -378,7 +383,7 @@ def _write_metrics(out: Path, history: List[Dict]) -> None:
 
 # --------------------------------------------------------------------------- the TRL engine's folder
 #: the files a TRL run writes into its folder (its marker lists them; TRL's own output goes to ``trl/``)
-TRL_RUN_FILES = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl")
+TRL_RUN_FILES = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl") + RECORD_FILES
 
 
 class RunFolderTaken(ValueError):

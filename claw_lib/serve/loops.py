@@ -144,11 +144,10 @@ class JudgeLoop(_Loop):
 
 def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strategy: str, hinted: bool) -> dict:
     """A judged turn as ``samples.jsonl`` holds it: everything the PRM and OPD records and the trainer need."""
+    from ..rl.samples import judged_fields  # the judge's verdict as every run records it
+
     return {"session_id": t.session_id, "turn": t.turn, "policy_version": t.policy_version,
-            "status": "scored" if any(mask) else "excluded", "score": int(judged.score),
-            "votes": [v.score for v in judged.votes], "representative_eval": judged.votes[0].text if judged.votes else "",
-            "hint": judged.hint, "hint_votes": [{"vote_id": k, "score": 1 if v.positive else -1, "hint": v.hint,
-                                                 "raw": v.text} for k, v in enumerate(judged.hint_votes)],
+            "status": "scored" if any(mask) else "excluded", **judged_fields(judged),
             "teacher_logprob_len": len(signal) if judged.hint and hinted else 0,
             "signal": signal, "mask": mask, "strategy": strategy, "hinted": hinted}
 
