@@ -99,6 +99,17 @@ def add_controls(items):
     return items
 
 
+def interleave(items):
+    """The items in round-robin order of their sources, so that a run stopped early (``--minutes``) holds each
+    source in proportion."""
+    by = {}
+    for it in items:
+        by.setdefault(it["source"], []).append(it)
+    n = max(len(v) for v in by.values())
+    frac = [(k / len(v), j, it) for j, v in enumerate(by.values()) for k, it in enumerate(v)]
+    return [it for _, _, it in sorted(frac, key=lambda x: (x[0], x[1]))] if n else []
+
+
 def opd_gaps(model, tok, it):
     """Per response token: its text and span, and the three OPD gaps (correction, wrong hint, unrelated)."""
     from claw_lib.models.lm import encode
@@ -207,7 +218,8 @@ def summarise(recs):
 
 
 def write(recs, rows, dec, args, secs):
-    """signal_controls.csv (locations), signal_drift.csv (decomposition), signal_controls.md, signal_items.jsonl."""
+    """signal_controls.csv (locations), signal_drift.csv (decomposition), signal_controls.md (signal_items.jsonl is
+    written item by item as they are scored)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, table in (("signal_controls.csv", rows), ("signal_drift.csv", dec)):
@@ -215,9 +227,6 @@ def write(recs, rows, dec, args, secs):
             w = csv.DictWriter(fh, fieldnames=list(table[0]))
             w.writeheader()
             w.writerows(table)
-    with open(out / "signal_items.jsonl", "w", encoding="utf-8") as fh:
-        for r in recs:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     lines = [f"# The hinted teacher's signal with controls ({args.model}, {len(recs)} items, {secs / 60:.1f} min, "
              f"1 thread)", "", f"Command: `{' '.join(sys.argv)}`", "",
              "## Where the most negative token lands", "", "| source | signal | removal | n | hit | first | neg in span |",
@@ -239,6 +248,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(OUT), help="folder of the results (default: results/real_model)")
+    ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: score every item)")
     args = ap.parse_args(argv)
     import torch
 
@@ -246,13 +256,20 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     model, tok = load_causal_lm(args.model)
-    items = add_controls(real_items(args.real, args.seed)
-                         + probe_items(ROOT / "data" / "probe_long.jsonl", args.long, args.seed, "probe_long")
-                         + probe_items(ROOT / "data" / "probe_v2.jsonl", args.v2, args.seed, "probe_v2"))
+    items = interleave(add_controls(real_items(args.real, args.seed)
+                                    + probe_items(ROOT / "data" / "probe_long.jsonl", args.long, args.seed, "probe_long")
+                                    + probe_items(ROOT / "data" / "probe_v2.jsonl", args.v2, args.seed, "probe_v2")))
     t0, recs = time.time(), []
-    for k, it in enumerate(items):
-        recs.append(score_item(model, tok, it))
-        print(f"{k + 1}/{len(items)} {it['id']} {time.time() - t0:.0f}s", flush=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    with open(Path(args.out) / "signal_items.jsonl", "w", encoding="utf-8") as fh:
+        for k, it in enumerate(items):
+            recs.append(score_item(model, tok, it))
+            fh.write(json.dumps(recs[-1], ensure_ascii=False) + "\n")
+            fh.flush()
+            print(f"{k + 1}/{len(items)} {it['id']} {time.time() - t0:.0f}s", flush=True)
+            if args.minutes and time.time() - t0 > 60 * args.minutes:
+                print(f"stopped after {args.minutes} minutes: {k + 1} of {len(items)} items", flush=True)
+                break
     rows, dec = summarise(recs)
     write(recs, rows, dec, args, time.time() - t0)
     print((Path(args.out) / "signal_controls.md").read_text(encoding="utf-8"))

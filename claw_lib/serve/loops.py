@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Dict, List
+from typing import List
 
 import numpy as np
 import torch
