@@ -74,8 +74,10 @@ def _labels(tokens: Sequence) -> list:
 
 
 def plot_cost_matrix(cost: np.ndarray, output_tokens: Sequence, correction_tokens: Sequence,
-                     alignment=None, ax=None, title: str = "", annotate: bool = True, vmax: float = 1.0):
-    """Heatmap of an (n, m) cost matrix: rows = output tokens, columns = correction tokens.
+                     alignment=None, ax=None, title: str = "", annotate: bool = True, vmax: float = 1.0,
+                     cbar_label: str = "cost = 1 - cos"):
+    """Heatmap of an (n, m) cost matrix: rows = output tokens, columns = correction tokens; ``cbar_label`` names
+    the colour bar (say so when a lexical term is blended in).
 
     With an ``alignment``, the substitutions are circled (green match, red replace) and the DP
     path is drawn through them. Returns the matplotlib Axes.
@@ -107,7 +109,7 @@ def plot_cost_matrix(cost: np.ndarray, output_tokens: Sequence, correction_token
             if o.op in ("match", "replace"):
                 ax.add_patch(plt.Circle((o.j, o.i), 0.42, fill=False, lw=2, color=OP_COLORS[o.op]))
     ax.set_title(title)
-    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="cost = 1 - cos")
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=cbar_label)
     ax.figure.tight_layout()
     return ax
 
