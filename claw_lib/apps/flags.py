@@ -59,6 +59,8 @@ TRAIN_FLAGS = {
     "--batch-size": "batch_size", "--advantage": "advantage", "--subtokens": "subtokens", "--kl-coef": "loss.kl_coef",
     "--save-every": "save_every", "--model": "model", "--device": "device", "--temperature": "temperature",
     "--opd-clip": "opd.clip", "--loss-agg": "loss.loss_agg", "--eps-high": "loss.eps_high",
+    "--opd-contrast": "opd.contrast", "--opd-skip-first": "opd.skip_first",
+    "--teacher-temperature": "opd.teacher_temperature",
     "--dtype": "dtype", "--threads": "threads", "--max-new-tokens": "max_new_tokens", "--eval-size": "eval_prompts",
     "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--chain-reward": "task.chain_reward",
 }
