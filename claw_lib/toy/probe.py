@@ -104,21 +104,68 @@ def _inside(tok, spans) -> bool:
     return any(tok.start < e and tok.end > s for s, e in spans)
 
 
-def _summary(hits, tp, fp, fn, ok, n) -> Dict:
+def _summary(hits, tp, fp, fn, ok, n, spans=(0, 0)) -> Dict:
     return {
         "n": n,
         "hit_rate": float(np.mean(hits)) if hits else float("nan"),
         "precision": tp / (tp + fp) if tp + fp else float("nan"),
         "recall": tp / (tp + fn) if tp + fn else float("nan"),
+        "span_recall": spans[0] / spans[1] if spans[1] else float("nan"),
         "no_error_ok": float(np.mean(ok)) if ok else float("nan"),
         "tp": tp, "fp": fp, "fn": fn,
     }
 
 
+def _row_score(r: dict, tr) -> Dict:
+    """One row's counts: tp / fp / fn of the negative word tokens, hit (None without a rejected span), ok (None
+    with one), the rewards inside / outside the spans, whole spans caught / spans (a span is caught when every
+    word token overlapping it, punctuation aside, is negative), and the details row."""
+    rw = tr.rewards
+    flags = np.array([_inside(t, r["rejected"]) for t in tr.tokens], dtype=bool)
+    # a wrong claim the correction does not address (long set): neither a false positive nor a miss
+    other = np.array([_inside(t, r.get("unaddressed", [])) and not f for t, f in zip(tr.tokens, flags)], dtype=bool)
+    neg = rw < 0
+    h = ok = None
+    if r["rejected"]:
+        h = float(flags[np.isclose(rw, rw.min())].mean())
+    else:
+        ok = float((rw >= 0).all())
+    caught = 0
+    for span in r["rejected"]:
+        inside = [k for k, t in enumerate(tr.tokens) if _inside(t, [span]) and any(ch.isalnum() for ch in t.text)]
+        caught += bool(inside) and all(neg[k] for k in inside)
+    lowest = [t.text for t, a in zip(tr.tokens, np.isclose(rw, rw.min())) if a] if len(rw) and r["rejected"] else []
+    return {"tp": int((neg & flags).sum()), "fp": int((neg & ~flags & ~other).sum()), "fn": int((~neg & flags).sum()),
+            "hit": h, "ok": ok, "inside": rw[flags].tolist(), "outside": rw[~flags].tolist(),
+            "spans": (caught, len(r["rejected"])),
+            "row": {"id": r["id"], "kind": r["kind"], "hit": h, "lowest": lowest, "source": tr.info.get("source"),
+                    "negative": [t.text for t, a in zip(tr.tokens, neg) if a]}}
+
+
+class _Tally:
+    """Counts summed over rows (hits, tp / fp / fn, no-error rows, whole spans caught / spans)."""
+
+    def __init__(self):
+        self.hits, self.ok, self.tp, self.fp, self.fn, self.n, self.caught, self.spans = [], [], 0, 0, 0, 0, 0, 0
+
+    def add(self, s: Dict) -> None:
+        self.n += 1
+        self.tp, self.fp, self.fn = self.tp + s["tp"], self.fp + s["fp"], self.fn + s["fn"]
+        self.caught, self.spans = self.caught + s["spans"][0], self.spans + s["spans"][1]
+        if s["hit"] is not None:
+            self.hits.append(s["hit"])
+        if s["ok"] is not None:
+            self.ok.append(s["ok"])
+
+    def summary(self) -> Dict:
+        return _summary(self.hits, self.tp, self.fp, self.fn, self.ok, self.n, (self.caught, self.spans))
+
+
 def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = None, encoder=None,
-                  judge=None, name: Optional[str] = None) -> Dict:
+                  judge=None, name: Optional[str] = None, results: Optional[Sequence] = None) -> Dict:
     """Per strategy (a name for :func:`token_rewards`, given each row's ``question`` when it has one, or a
-    callable ``(output, correction) -> TokenRewards`` such as a fusion, reported under ``name``):
+    callable ``(output, correction) -> TokenRewards`` such as a fusion, reported under ``name``; or ``results``:
+    the :class:`~claw_lib.signals.rewards.TokenRewards` of every row, in order, computed beforehand in a batch):
 
     * ``hit_rate``: over rows with a rejected span, the share of the lowest-reward tokens that lie
       inside a span (ties share the credit: 2 tied minima, 1 inside -> 0.5);
@@ -126,74 +173,52 @@ def probe_metrics(rows: List[dict], strategy, config: Optional[RewardConfig] = N
       overlap a rejected span (tp: negative and inside; fp: negative, outside; fn: inside, >= 0);
       nan when undefined (no negative token / no inside token); tokens of an ``unaddressed`` span (a
       wrong claim the correction leaves alone, long set) count neither way;
+    * ``span_recall``: the share of rejected spans whose every word token is negative (a wrong four-word
+      name with one negative word is not caught);
     * ``mean_inside`` / ``mean_outside``: mean reward of tokens inside / outside the spans;
     * ``no_error_ok``: over rows without a span ("no_error"), the share with no negative reward;
     * ``by_kind`` (hit rate per kind, as before), and ``groups``: {"kind" | "lang" | "style":
-      {value: {n, hit_rate, precision, recall, no_error_ok, tp, fp, fn}}};
-    * ``rows``: per-row details (id, kind, hit, lowest tokens, negative tokens).
+      {value: {n, hit_rate, precision, recall, span_recall, no_error_ok, tp, fp, fn}}};
+    * ``sources``: how many rows each path produced (``info["source"]``: "revision" / "rules"; absent: "rules");
+    * ``rows``: per-row details (id, kind, hit, lowest tokens, negative tokens, source).
     """
-    inside, outside, hits, ok_no_err = [], [], [], []
+    if results is not None and len(results) != len(rows):
+        raise ValueError(f"results has {len(results)} entries for {len(rows)} rows")
+    inside, outside, details, sources = [], [], [], defaultdict(int)
     by_kind = defaultdict(list)
-    acc = defaultdict(lambda: {"hits": [], "tp": 0, "fp": 0, "fn": 0, "ok": [], "n": 0})
-    tot = {"tp": 0, "fp": 0, "fn": 0}
-    details = []
-    for r in rows:
-        if callable(strategy):
+    tot, acc = _Tally(), defaultdict(_Tally)
+    for k, r in enumerate(rows):
+        if results is not None:
+            tr = results[k]
+        elif callable(strategy):
             tr = strategy(r["output"], r["correction"])
         else:
             tr = token_rewards(r["output"], r["correction"], strategy, config, encoder=encoder, judge=judge,
                                question=r.get("question"))
-        rw = tr.rewards
-        flags = np.array([_inside(t, r["rejected"]) for t in tr.tokens], dtype=bool)
-        # a wrong claim the correction does not address (long set): neither a false positive nor a miss
-        other = np.array([_inside(t, r.get("unaddressed", [])) and not f for t, f in zip(tr.tokens, flags)], dtype=bool)
-        neg = rw < 0
-        tp, fp, fn = int((neg & flags).sum()), int((neg & ~flags & ~other).sum()), int((~neg & flags).sum())
-        inside += rw[flags].tolist()
-        outside += rw[~flags].tolist()
-        h, ok = None, None
-        if r["rejected"]:
-            m = rw.min()
-            at_min = np.isclose(rw, m)
-            h = float(flags[at_min].mean())
-            hits.append(h)
-            by_kind[r["kind"]].append(h)
-        else:
-            ok = float((rw >= 0).all())
-            ok_no_err.append(ok)
-        for key in ("tp", "fp", "fn"):
-            tot[key] += locals()[key]
+        s = _row_score(r, tr)
+        inside += s["inside"]
+        outside += s["outside"]
+        if s["hit"] is not None:
+            by_kind[r["kind"]].append(s["hit"])
+        tot.add(s)
         for g in ("kind", "lang", "style"):
-            if g not in r:
-                continue
-            a = acc[(g, r[g])]
-            a["n"] += 1
-            a["tp"] += tp
-            a["fp"] += fp
-            a["fn"] += fn
-            if h is not None:
-                a["hits"].append(h)
-            if ok is not None:
-                a["ok"].append(ok)
-        details.append({"id": r["id"], "kind": r["kind"], "hit": h,
-                        "lowest": [t.text for t, a in zip(tr.tokens, np.isclose(rw, rw.min())) if a] if len(rw) and r["rejected"] else [],
-                        "negative": [t.text for t, a in zip(tr.tokens, neg) if a]})
+            if g in r:
+                acc[(g, r[g])].add(s)
+        sources[tr.info.get("source", "rules")] += 1
+        details.append(s["row"])
     groups: Dict[str, Dict[str, Dict]] = defaultdict(dict)
     for (g, v), a in sorted(acc.items()):
-        groups[g][v] = _summary(a["hits"], a["tp"], a["fp"], a["fn"], a["ok"], a["n"])
-    overall = _summary(hits, tot["tp"], tot["fp"], tot["fn"], ok_no_err, len(rows))
+        groups[g][v] = a.summary()
+    overall = tot.summary()
     return {
         "strategy": name or (strategy if isinstance(strategy, str) else getattr(strategy, "__name__", "custom")),
-        "n": len(rows),
-        "hit_rate": overall["hit_rate"],
-        "precision": overall["precision"],
-        "recall": overall["recall"],
+        "n": len(rows), **{k: overall[k] for k in ("hit_rate", "precision", "recall", "span_recall")},
         "mean_inside": float(np.mean(inside)) if inside else float("nan"),
         "mean_outside": float(np.mean(outside)) if outside else float("nan"),
         "no_error_ok": overall["no_error_ok"],
-        "tp": tot["tp"], "fp": tot["fp"], "fn": tot["fn"],
+        "tp": tot.tp, "fp": tot.fp, "fn": tot.fn,
         "by_kind": {k: float(np.mean(v)) for k, v in sorted(by_kind.items())},
-        "groups": dict(groups),
+        "groups": dict(groups), "sources": dict(sources),
         "rows": details,
     }
 
