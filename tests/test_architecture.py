@@ -19,17 +19,11 @@ LAYER = {name: i for i, names in enumerate(LAYERS) for name in names.split()}
 KNOWN_UPWARD: dict = {}
 
 #: import circles still there (each through a function-level import), with why they wait (shrink; never grow)
-KNOWN_CIRCLES = {
-    frozenset({"claw_lib.serve.loops", "claw_lib.serve.resume", "claw_lib.serve.system"}):
-        "the live server's modules (the lead's, in flux)",
-    frozenset({"claw_lib.serve.app", "claw_lib.serve.routes"}): "the live server's modules (the lead's, in flux)",
-}
+KNOWN_CIRCLES: dict = {}
 
 #: functions over MAX_LINES today, with their length (they may shrink, never grow; a new one may not appear)
 MAX_LINES = 60
-KNOWN_LONG = {
-    "alignment/dp.py:align": 62, "toy/pretrain.py:_pretrain": 78,
-}
+KNOWN_LONG: dict = {}
 
 
 def _modname(path: Path) -> str:

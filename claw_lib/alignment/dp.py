@@ -191,28 +191,10 @@ def align_reference(cost, insert_cost: float = 1.0, delete_cost: float = 1.0,
 AUTO_LOOP_CELLS = 128 * 128
 
 
-def align(cost, insert_cost: float = 1.0, delete_cost: float = 1.0, match_threshold: float = 0.5,
-          return_dp: bool = False, method: str = "auto") -> Alignment:
-    """Cheapest monotone alignment of output tokens (rows) to correction tokens (columns).
-
-    cost:            (n, m) array-like of float, C[i, j] = cost of pairing output token i with
-                     correction token j (the kit's semantic cost is 1 - cos, in [0, 2]).
-                     n = 0 or m = 0 is valid (everything is deleted / inserted).
-    insert_cost:     cost of a correction token that pairs with nothing (>= 0).
-    delete_cost:     cost of an output token that pairs with nothing (>= 0).
-    match_threshold: a substitution with cost <= threshold is a "match", otherwise a "replace".
-    return_dp:       also return the (n+1, m+1) table D (memory O(n m)).
-    method:          "diagonal" (numpy, one anti-diagonal at a time), "loop"
-                     (:func:`align_reference`) or "auto": the loop below ``AUTO_LOOP_CELLS``
-                     cells, where it is faster, the diagonal sweep above. All give identical results.
-
-    Returns an :class:`Alignment`; raises ``ValueError`` on NaN/inf costs or a bad shape.
-    """
-    if method not in ("auto", "diagonal", "loop"):
-        raise ValueError(f"method must be 'auto', 'diagonal' or 'loop', got {method!r}")
-    c = _check(cost, insert_cost, delete_cost, match_threshold)
-    if method == "loop" or (method == "auto" and c.size <= AUTO_LOOP_CELLS):
-        return align_reference(c, insert_cost, delete_cost, match_threshold, return_dp)
+def _diagonal_sweep(c: np.ndarray, insert_cost: float, delete_cost: float):
+    """The DP table of ``c`` (n, m), one anti-diagonal at a time: (S, OP), both (n + m + 1, n + 1) in the skewed
+    layout S[d, i] = D[i, d - i] (cells outside the table +inf), OP the op that entered each cell (the back-pointer
+    codes of :func:`_backtrace`)."""
     n, m = c.shape
     col, row = _boundaries(n, m, insert_cost, delete_cost)
     nd = n + m + 1
@@ -247,6 +229,33 @@ def align(cost, insert_cost: float = 1.0, delete_cost: float = 1.0, match_thresh
             np.less(t, best, out=tk)
             np.copyto(best, t, where=tk)
             np.copyto(code, _INS, where=tk)
+    return S, OP
+
+
+def align(cost, insert_cost: float = 1.0, delete_cost: float = 1.0, match_threshold: float = 0.5,
+          return_dp: bool = False, method: str = "auto") -> Alignment:
+    """Cheapest monotone alignment of output tokens (rows) to correction tokens (columns).
+
+    cost:            (n, m) array-like of float, C[i, j] = cost of pairing output token i with
+                     correction token j (the kit's semantic cost is 1 - cos, in [0, 2]).
+                     n = 0 or m = 0 is valid (everything is deleted / inserted).
+    insert_cost:     cost of a correction token that pairs with nothing (>= 0).
+    delete_cost:     cost of an output token that pairs with nothing (>= 0).
+    match_threshold: a substitution with cost <= threshold is a "match", otherwise a "replace".
+    return_dp:       also return the (n+1, m+1) table D (memory O(n m)).
+    method:          "diagonal" (numpy, one anti-diagonal at a time), "loop"
+                     (:func:`align_reference`) or "auto": the loop below ``AUTO_LOOP_CELLS``
+                     cells, where it is faster, the diagonal sweep above. All give identical results.
+
+    Returns an :class:`Alignment`; raises ``ValueError`` on NaN/inf costs or a bad shape.
+    """
+    if method not in ("auto", "diagonal", "loop"):
+        raise ValueError(f"method must be 'auto', 'diagonal' or 'loop', got {method!r}")
+    c = _check(cost, insert_cost, delete_cost, match_threshold)
+    if method == "loop" or (method == "auto" and c.size <= AUTO_LOOP_CELLS):
+        return align_reference(c, insert_cost, delete_cost, match_threshold, return_dp)
+    n, m = c.shape
+    S, OP = _diagonal_sweep(c, insert_cost, delete_cost)
     ops = _backtrace(lambda i, j: OP[i + j, i], c, n, m, insert_cost, delete_cost, match_threshold)
     dp = None
     if return_dp:

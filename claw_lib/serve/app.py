@@ -16,7 +16,7 @@ from typing import Optional
 
 from .system import ChatTurn, LiveSystem
 
-__all__ = ["create_app", "ApiError", "parse_chat"]
+__all__ = ["ApiError", "parse_chat"]
 
 STATIC = Path(__file__).parent / "static"
 ROLES = ("system", "developer", "user", "assistant", "tool")
@@ -157,8 +157,10 @@ def stream_pieces(tokens, content: str) -> list:
     return out
 
 
-def create_app(system: LiveSystem):
-    """The FastAPI application of ``system`` (routes in API.md)."""
-    from .routes import add_routes
+def __getattr__(name: str):
+    """``create_app`` by its old path (it lives in :mod:`claw_lib.serve.routes`, which imports this module)."""
+    if name == "create_app":
+        from .routes import create_app
 
-    return add_routes(system)
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,6 +25,7 @@ from typing import List
 import numpy as np
 import torch
 
+from .resume import apply_sample, commit_update, upstream_records  # what a sample and an update write
 from .sessions import Turn
 
 __all__ = ["JudgeLoop", "TrainerLoop", "turn_rollout", "tis_weights"]
@@ -152,27 +153,6 @@ def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strate
             "signal": signal, "mask": mask, "strategy": strategy, "hinted": hinted}
 
 
-def upstream_records(rec: dict) -> Dict[str, dict]:
-    """The PRM and OPD records of a sample in upstream's shapes (openclaw-system.md)."""
-    key = {"session_id": rec["session_id"], "turn": rec["turn"]}
-    out = {"prm.jsonl": {**key, "score": rec["score"], "votes": rec["votes"],
-                         "representative_eval": rec["representative_eval"]}}
-    if rec["hinted"]:  # the strategy reads hints (its plan): the OPD record
-        out["opd.jsonl"] = {**key, "accepted": rec["hint"] is not None, "hint": rec["hint"],
-                            "hint_len": len(rec["hint"] or ""), "votes": rec["hint_votes"],
-                            "teacher_logprob_len": rec["teacher_logprob_len"]}
-    return out
-
-
-def apply_sample(system, t: Turn, rec: dict) -> None:
-    """A sample record into the in-memory state (live, and on resume): the turn's fields and the buffer."""
-    t.score, t.votes, t.hint = rec.get("score"), rec.get("votes", []), rec.get("hint")
-    t.signal, t.mask = rec.get("signal"), rec.get("mask")
-    t.status = rec["status"]
-    if t.status == "scored":
-        system.buffer.append(t.key)
-
-
 def make_judge(cfg):
     """The next-state judge of ``cfg.judge``: None (the rule judge of :func:`~claw_lib.signals.opd.judge_turn`),
     a local instruct model (:class:`~claw_lib.signals.judges.LLMJudge`) or an OpenAI-compatible URL
@@ -242,8 +222,6 @@ class TrainerLoop(_Loop):
         row = {"version": new, "samples": len(turns), "staleness_mean": float(np.mean(stale)),
                "staleness_max": int(max(stale)), "judge/score_mean": float(np.mean([t.score or 0 for t in turns])),
                **extra, **adv.metrics, **stats, "timing/update_s": time.time() - t0}
-        from .resume import commit_update
-
         commit_update(s, self.optimizer, keys, new, row)
         s.event("trained", t0, time.time(), session_id=None, turn=None, version=new, samples=len(keys))
 

@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import json
 import time
-from typing import List
+from typing import Dict, List
 
 import torch
 
 from .config import differing, serve_config_dict, serve_config_from_dict
+from .records import RECORD_FILES
 from .sessions import Turn, turn_key
 
-__all__ = ["prepare_folder", "commit_update"]
+__all__ = ["prepare_folder", "commit_update", "apply_sample", "upstream_records", "SERVE_FILES"]
+
+#: every file the server writes into its run folder (its marker lists them)
+SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.jsonl", "metrics.csv")
 
 
 def prepare_folder(s, force: bool) -> None:
     """A new folder is registered and gets config.json; a folder of the same settings is resumed; one of other
     settings is refused (ValueError naming them) unless ``force``, which removes claw's files there first."""
     from ..utils import atomic_write
-    from .system import SERVE_FILES
 
     folder = s.folder
     if folder.used and not force:
@@ -111,8 +114,6 @@ def _replay_turns(s, turns: List[dict], nexts: List[dict]) -> None:
 
 
 def _replay_samples(s, samples: List[dict]) -> None:
-    from .loops import apply_sample, upstream_records
-
     prm = {turn_key(r["session_id"], r["turn"]) for r in s.logs["prm.jsonl"].read()}
     for rec in samples:
         key = turn_key(rec["session_id"], rec["turn"])
@@ -141,6 +142,27 @@ def _repair_updates(s, logged: List[dict]) -> None:
     s.counts["samples_trained"] = len(trained)
     if s.updates:
         s.last_update_s = float(s.updates[-1]["time"])
+
+
+def upstream_records(rec: dict) -> Dict[str, dict]:
+    """The PRM and OPD records of a sample in upstream's shapes (openclaw-system.md)."""
+    key = {"session_id": rec["session_id"], "turn": rec["turn"]}
+    out = {"prm.jsonl": {**key, "score": rec["score"], "votes": rec["votes"],
+                         "representative_eval": rec["representative_eval"]}}
+    if rec["hinted"]:  # the strategy reads hints (its plan): the OPD record
+        out["opd.jsonl"] = {**key, "accepted": rec["hint"] is not None, "hint": rec["hint"],
+                            "hint_len": len(rec["hint"] or ""), "votes": rec["hint_votes"],
+                            "teacher_logprob_len": rec["teacher_logprob_len"]}
+    return out
+
+
+def apply_sample(system, t: Turn, rec: dict) -> None:
+    """A sample record into the in-memory state (live, and on resume): the turn's fields and the buffer."""
+    t.score, t.votes, t.hint = rec.get("score"), rec.get("votes", []), rec.get("hint")
+    t.signal, t.mask = rec.get("signal"), rec.get("mask")
+    t.status = rec["status"]
+    if t.status == "scored":
+        system.buffer.append(t.key)
 
 
 def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> None:

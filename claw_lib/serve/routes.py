@@ -10,12 +10,18 @@ from starlette.exceptions import HTTPException
 
 from .app import ApiError, completion, parse_chat, sse_chunks, STATIC
 
-__all__ = ["add_routes"]
+__all__ = ["create_app", "add_routes"]
 
 
 def _error(status: int, message: str, code: str):
     return JSONResponse({"error": {"message": message, "type": "invalid_request_error", "code": code}},
                         status_code=status)
+
+
+def create_app(system):
+    """The FastAPI application of ``system`` (routes in API.md; the request checks and OpenAI's shapes are
+    :mod:`claw_lib.serve.app`'s)."""
+    return add_routes(system)
 
 
 def add_routes(system):

@@ -41,7 +41,7 @@ class LiveServer:
         """Start the judge and trainer loops and uvicorn; returns once the port accepts requests."""
         import uvicorn
 
-        from .app import create_app
+        from .routes import create_app
         from .loops import JudgeLoop, TrainerLoop
 
         self.loops = [JudgeLoop(self.system)] + ([TrainerLoop(self.system)] if self.cfg.train else [])

@@ -29,13 +29,10 @@ from typing import Dict, List, Optional
 
 from .config import ServeConfig, check_serve_config
 from .records import RECORD_FILES, JsonlLog
+from .resume import SERVE_FILES, prepare_folder  # the run folder: its files, its claim and resume
 from .sessions import SessionBook, Turn, turn_key
 
 __all__ = ["LiveSystem", "ChatTurn", "SERVE_FILES"]
-
-#: every file the server writes into its folder (its marker lists them)
-SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.jsonl", "metrics.csv")
-
 
 @dataclass
 class ChatTurn:
@@ -80,8 +77,6 @@ class LiveSystem:
         self.logs = {name: JsonlLog(self.folder.path / name, fsync=name != "events.jsonl")
                      for name in RECORD_FILES} if self.folder else {}
         if self.folder is not None:
-            from .resume import prepare_folder
-
             prepare_folder(self, force)
 
     def _claim(self, out, force: bool):

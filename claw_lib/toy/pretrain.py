@@ -184,10 +184,8 @@ def _legacy_checkpoint_files(out: Path) -> set:
 
 
 def _pretrain(cfg: PretrainConfig, folder, progress: bool, evaluate: bool) -> dict:
-    from tqdm.auto import tqdm
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    out = folder.path
+    """Train the tiny GPT of ``cfg`` and write it with its manifest into ``folder`` (a claimed OutputFolder):
+    the corpus and tokenizer, the model (seeded), the steps, then the files, written beside and moved in whole."""
     t0 = time.time()
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
@@ -196,61 +194,11 @@ def _pretrain(cfg: PretrainConfig, folder, progress: bool, evaluate: bool) -> di
         corpus = sample_corpus(world, cfg.tokenizer_examples, seed=cfg.seed)
         tok = train_tokenizer([e.prompt + e.response for e in corpus], cfg.vocab_size)
         torch.manual_seed(cfg.seed)
-        mcfg = GPT2Config(vocab_size=len(tok), n_positions=cfg.n_positions, n_embd=cfg.n_embd, n_inner=cfg.n_inner,
-                          n_layer=cfg.n_layer, n_head=cfg.n_head, activation_function="gelu_pytorch_tanh", resid_pdrop=0.0, embd_pdrop=0.0,
-                          attn_pdrop=0.0, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
-                          pad_token_id=tok.eos_token_id)
-        model = GPT2LMHeadModel(mcfg)
-        decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
-        no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-        opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                 {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
-        batches = _batches(world, tok, random.Random(cfg.seed + 1), cfg.batch_size, cfg.length_pool)
-        losses: List[float] = []
-        model.train()
-        bar = tqdm(range(cfg.steps), desc="pretrain", disable=not progress)
-        for step in bar:
-            for g in opt.param_groups:
-                g["lr"] = _lr_at(step, cfg)
-            batch = next(batches)
-            if batch.input_ids.shape[1] > cfg.n_positions:
-                raise ValueError(f"a sequence of {batch.input_ids.shape[1]} tokens exceeds n_positions={cfg.n_positions}")
-            loss = _response_nll(model, batch)                              # mean NLL per answer token
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
-            if step % 10 == 0:
-                bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
-        model.eval()
+        model, opt = _new_model(cfg, tok)
+        losses = _train_steps(model, opt, world, tok, cfg, progress)
         train_s = time.time() - t0
-        where = out.resolve()  # "." has no name: the temporary folder goes beside the real one
-        tmp = where.parent / f".{where.name}.tmp{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        from ..utils import disk_errors
-
-        try:
-            with disk_errors(tmp / "model.safetensors"):  # a full disk is OSError, one line (OP07)
-                model.save_pretrained(tmp, safe_serialization=True)
-            tok.save_pretrained(tmp)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        manifest = {
-            "what": "claw-kit tiny GPT-2 trained on the fact world (claw_lib.pretrain)",
-            "seed": cfg.seed,
-            "config": asdict(cfg),
-            "n_params": int(sum(p.numel() for p in model.parameters())),
-            "misconception_strength": cfg.world.misconception_strength,
-            "misconceptions": {k: list(v) for k, v in world.misconceptions.items()},
-            "loss": {"first_10": float(np.mean(losses[:10])), "last_10": float(np.mean(losses[-10:])),
-                     "last_50": float(np.mean(losses[-50:])),
-                     "every_50": [round(float(np.mean(losses[k:k + 50])), 4) for k in range(0, len(losses), 50)]},
-            "train_seconds": round(train_s, 1),
-            "software": {"torch": torch.__version__, "python": platform.python_version(),
-                         "threads": cfg.threads},
-        }
+        tmp = _save_model(folder.path, model, tok)
+        manifest = _manifest(cfg, model, world, losses, train_s)
         if evaluate:
             manifest["eval"] = evaluate_lm(model, tok, world)
         try:
@@ -261,6 +209,86 @@ def _pretrain(cfg: PretrainConfig, folder, progress: bool, evaluate: bool) -> di
         return manifest
     finally:
         torch.set_num_threads(prev_threads)
+
+
+def _new_model(cfg: PretrainConfig, tok):
+    """A freshly initialised GPT-2 of ``cfg``'s size (the caller seeds torch) and its AdamW (weight decay on the
+    matrices only)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    mcfg = GPT2Config(vocab_size=len(tok), n_positions=cfg.n_positions, n_embd=cfg.n_embd, n_inner=cfg.n_inner,
+                      n_layer=cfg.n_layer, n_head=cfg.n_head, activation_function="gelu_pytorch_tanh", resid_pdrop=0.0,
+                      embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
+                      pad_token_id=tok.eos_token_id)
+    model = GPT2LMHeadModel(mcfg)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
+    return model, opt
+
+
+def _train_steps(model, opt, world, tok, cfg: PretrainConfig, progress: bool) -> List[float]:
+    """``cfg.steps`` AdamW steps on the answer tokens (warm-up and cosine rate, gradients clipped to norm 1);
+    returns the loss of every step (mean NLL per answer token, nats). The model is left in eval mode."""
+    from tqdm.auto import tqdm
+
+    batches = _batches(world, tok, random.Random(cfg.seed + 1), cfg.batch_size, cfg.length_pool)
+    losses: List[float] = []
+    model.train()
+    bar = tqdm(range(cfg.steps), desc="pretrain", disable=not progress)
+    for step in bar:
+        for g in opt.param_groups:
+            g["lr"] = _lr_at(step, cfg)
+        batch = next(batches)
+        if batch.input_ids.shape[1] > cfg.n_positions:
+            raise ValueError(f"a sequence of {batch.input_ids.shape[1]} tokens exceeds n_positions={cfg.n_positions}")
+        loss = _response_nll(model, batch)                              # mean NLL per answer token
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        if step % 10 == 0:
+            bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
+    model.eval()
+    return losses
+
+
+def _save_model(out: Path, model, tok) -> Path:
+    """The model and tokenizer written into a temporary folder beside ``out`` (returned); a failure (a full disk:
+    one-line OSError, OP07) leaves no temporary folder."""
+    from ..utils import disk_errors
+
+    where = out.resolve()  # "." has no name: the temporary folder goes beside the real one
+    tmp = where.parent / f".{where.name}.tmp{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        with disk_errors(tmp / "model.safetensors"):
+            model.save_pretrained(tmp, safe_serialization=True)
+        tok.save_pretrained(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
+
+
+def _manifest(cfg: PretrainConfig, model, world, losses: List[float], train_s: float) -> dict:
+    """What ``manifest.json`` says of a pretraining run (its file hashes are added by ``write_manifest``)."""
+    return {
+        "what": "claw-kit tiny GPT-2 trained on the fact world (claw_lib.pretrain)",
+        "seed": cfg.seed,
+        "config": asdict(cfg),
+        "n_params": int(sum(p.numel() for p in model.parameters())),
+        "misconception_strength": cfg.world.misconception_strength,
+        "misconceptions": {k: list(v) for k, v in world.misconceptions.items()},
+        "loss": {"first_10": float(np.mean(losses[:10])), "last_10": float(np.mean(losses[-10:])),
+                 "last_50": float(np.mean(losses[-50:])),
+                 "every_50": [round(float(np.mean(losses[k:k + 50])), 4) for k in range(0, len(losses), 50)]},
+        "train_seconds": round(train_s, 1),
+        "software": {"torch": torch.__version__, "python": platform.python_version(),
+                     "threads": cfg.threads},
+    }
 
 
 def _move_in(tmp: Path, folder) -> None:
