@@ -63,6 +63,8 @@ DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl", "topk_clipped")
 WORLDS = ("fact", "real")
 #: model dtypes (``PPOConfig.dtype``; "auto": :func:`claw_lib.models.lm.resolve_dtype`)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: whose LoRA a run's adapters are (PPOConfig.lora_impl; claw_lib.models.peft_lora)
+LORA_IMPLS = ("auto", "peft", "kit")
 #: the KL-to-reference estimators (``LossConfig.kl_estimator``, :func:`claw_lib.ops.kl_estimate`)
 KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 #: one capital a question or two (``TaskConfig.questions``)
@@ -406,6 +408,10 @@ class PPOConfig:
     """rank of the LoRA adapters trained instead of the whole model (claw_lib.models.lora; 0: full fine-tuning);
     None: per model (0 for models up to 50M parameters, 16 for larger ones: the base stays frozen and is also the
     frozen teacher, so no copy of the weights is held and AdamW keeps state for the adapters only)"""
+    lora_impl: str = "auto"
+    """whose LoRA the adapters are: "peft" (PEFT's; the run writes them in PEFT's format to RUN/adapter, which
+    PeftModel.from_pretrained, TRL and a vLLM server load), "kit" (claw_lib.models.lora, the teaching version: the
+    same outputs on the same weights) or "auto" (PEFT for models over 50M parameters, the kit's for the tiny GPT)"""
     epochs: int = 1
     """passes over each batch"""
     minibatches: int = 1
@@ -606,7 +612,7 @@ CHOICES: Dict[str, Tuple] = {
     "subtokens": SUBTOKEN_MODES, "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": KL_ESTIMATORS,
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": ("none", "unrelated"),
-    "reward.alternatives": ALTERNATIVES,
+    "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS,
 }
 
 

@@ -63,6 +63,7 @@ TRAIN_FLAGS = {
     "--teacher-temperature": "opd.teacher_temperature",
     "--dtype": "dtype", "--threads": "threads", "--max-new-tokens": "max_new_tokens", "--eval-size": "eval_prompts",
     "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--chain-reward": "task.chain_reward",
+    "--lora-impl": "lora_impl",
 }
 #: ``claw align`` and ``claw rewards``: the alignment's settings (``PPOConfig.reward.align``, an AlignConfig)
 ALIGN_FLAGS = {

@@ -87,6 +87,7 @@ from ..config import PPOConfig, override
 from ..models.lm import pack, pad_token_id, peak_memory_gib
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
 from ..models.lora import has_lora
+from ..models.peft_lora import save_run_adapter, trl_peft_config
 from ..rl.ppo import (
     OPD_HEALTH,
     Advantages,
@@ -541,6 +542,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
         tokenizer = tokenizer or tok
     elif tokenizer is None:
         raise ValueError("pass the tokenizer with the model (make_trainer(cfg, model=m, tokenizer=tok))")
+    peft_config = peft_config or trl_peft_config(cfg, model)  # cfg.lora_impl: PEFT's adapters, through TRL
     if peft_config is not None and cfg.lora_rank is None:
         cfg = replace(cfg, lora_rank=int(getattr(peft_config, "r", 16)))   # the adapter's learning rate
     cfg, _ = prepare_policy(model, cfg, reference=False, adapters=peft_config is None)
@@ -579,4 +581,6 @@ def train_trl(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher
     trainer = make_trainer(cfg, out_dir, num_generations=num_generations, teacher=teacher, peft_config=peft_config,
                            grpo_args=grpo_args)
     trainer.train()
+    if out_dir and trainer.accelerator.is_main_process:  # PEFT's adapter in PEFT's format: RUN/adapter
+        save_run_adapter(trainer.accelerator.unwrap_model(trainer.model), out_dir)
     return trainer.history

@@ -15,6 +15,10 @@ bfloat16 base still takes small updates exactly.
   the attention and MLP projections, not the embeddings or the LM head) and freezes everything else;
 * :func:`adapters_disabled` is a context manager, :class:`AdapterDisabled` a model-like view for the teacher;
 * :func:`trainable_state_dict` is what a checkpoint needs (the adapters; the base is the model on disk).
+
+This is the teaching version: runs on a real model get PEFT's adapters (:mod:`claw_lib.models.peft_lora`,
+``PPOConfig.lora_impl``), which give the same outputs on the same A, B, r and alpha (tests/models/test_peft_lora.py)
+and are saved in a format other tools load.
 """
 from __future__ import annotations
 
@@ -96,14 +100,29 @@ def _lora_layers(model) -> Iterator[LoRALinear]:
     return (m for m in model.modules() if isinstance(m, LoRALinear))
 
 
+def _peft_model(model):
+    """The ``PeftModel`` of ``model`` (itself, or the one :func:`claw_lib.models.peft_lora.add_peft_lora` keeps on
+    it), else None."""
+    if hasattr(model, "disable_adapter") and hasattr(model, "peft_config"):
+        return model
+    return getattr(model, "__dict__", {}).get("claw_peft")
+
+
 def has_lora(model) -> bool:
-    """Whether ``model`` carries the kit's adapters."""
-    return any(True for _ in _lora_layers(model))
+    """Whether ``model`` carries adapters: the kit's, or PEFT's put on by the kit's runs
+    (:mod:`claw_lib.models.peft_lora`)."""
+    return _peft_model(model) is not None or any(True for _ in _lora_layers(model))
 
 
 @contextlib.contextmanager
 def adapters_disabled(model):
-    """Inside the block every adapter of ``model`` is off: the model is its base (restored after)."""
+    """Inside the block every adapter of ``model`` is off: the model is its base (restored after). PEFT's adapters
+    (a ``PeftModel``, or a model the kit put PEFT adapters on) through PEFT's own ``disable_adapter()``."""
+    pm = _peft_model(model)
+    if pm is not None:
+        with pm.disable_adapter():
+            yield model
+        return
     layers = list(_lora_layers(model))
     before = [m.enabled for m in layers]
     for m in layers:
@@ -135,8 +154,6 @@ class AdapterDisabled:
         return self
 
     def _off(self):
-        if hasattr(self.model, "disable_adapter") and hasattr(self.model, "peft_config"):
-            return self.model.disable_adapter()
         return adapters_disabled(self.model)
 
     def __call__(self, *args, **kwargs):

@@ -625,7 +625,8 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     import warnings
 
     from ..config import lr_warning, resolve_for_model, validate
-    from ..models.lora import AdapterDisabled, add_lora, count_parameters
+    from ..models.lora import AdapterDisabled, count_parameters
+    from ..models.peft_lora import add_adapters
     from ..signals.opd import frozen_teacher
 
     n = count_parameters(policy)
@@ -635,7 +636,8 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     if msg:
         warnings.warn(msg, UserWarning, stacklevel=3)
     if cfg.lora_rank and adapters:
-        add_lora(policy, cfg.lora_rank, seed=cfg.seed)  # drawn from the run's seed: the same run repeats (LR01)
+        # PEFT's or the kit's (cfg.lora_impl); drawn from the run's seed: the same run repeats (LR01)
+        add_adapters(policy, cfg.lora_rank, cfg.lora_impl, seed=cfg.seed)
         return cfg, (AdapterDisabled(policy) if reference else None)
     return cfg, (frozen_teacher(policy) if reference and needs_reference(cfg) else None)
 

@@ -31,6 +31,7 @@ import torch
 
 from ..config import PPOConfig, SettingError, from_dict
 from ..models.lm import peak_memory_gib
+from ..models.peft_lora import ADAPTER_DIR, save_run_adapter
 from ..toy.users import Task
 from .core import ValueHead
 from . import ppo  # the stages, looked up at each call (a notebook or test may replace one)
@@ -229,6 +230,8 @@ class _Run:
             return
         _write_metrics(self.out, self.history)
         step = metrics["step"]
+        if self.cfg.lora_rank and (step == self.cfg.steps or (self.cfg.save_every and step % self.cfg.save_every == 0)):
+            save_run_adapter(self.policy, self.out)  # PEFT's adapters in PEFT's format: RUN/adapter
         if self.cfg.save_every and (step % self.cfg.save_every == 0 or step == self.cfg.steps):
             self._save_checkpoint(step)
 
@@ -271,7 +274,7 @@ class CheckpointWriteError(OSError):
 #: settings that do not change a run's numbers: a folder can be resumed with other values of these
 _RESUMABLE = {"steps", "progress", "save_every", "device"}
 #: the files a run writes into its folder (its marker lists them)
-_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json") + RECORD_FILES
+_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json", ADAPTER_DIR) + RECORD_FILES
 
 
 def _legacy_run_files(out: Path) -> set:
@@ -383,7 +386,7 @@ def _write_metrics(out: Path, history: List[Dict]) -> None:
 
 # --------------------------------------------------------------------------- the TRL engine's folder
 #: the files a TRL run writes into its folder (its marker lists them; TRL's own output goes to ``trl/``)
-TRL_RUN_FILES = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl") + RECORD_FILES
+TRL_RUN_FILES = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl", ADAPTER_DIR) + RECORD_FILES
 
 
 class RunFolderTaken(ValueError):
