@@ -158,13 +158,16 @@ def in_spans(toks, spans) -> np.ndarray:
 
 
 def locate(sig: np.ndarray, inside: np.ndarray) -> dict:
-    """Where the most negative value lands: hit (in a span, ties share the credit), first (token 0), and the share
-    of the negative mass inside the spans."""
+    """Where the most negative value lands: hit (in a span, ties share the credit), first (token 0), first_outside
+    (the first token is negative and the most negative of the tokens outside the spans: 法国 -2.05 next to 伦敦
+    -5.17), and the share of the negative mass inside the spans."""
     m = sig.min()
     ties = np.flatnonzero(np.isclose(sig, m, rtol=0, atol=1e-9))
     neg = np.minimum(sig, 0.0)
     mass = neg.sum()
-    return {"hit": float(inside[ties].mean()), "first": float((ties == 0).mean()),
+    out_idx = np.flatnonzero(~inside)
+    first_out = bool(len(out_idx) and out_idx[0] == 0 and sig[0] < -1e-9 and sig[0] <= sig[out_idx].min())
+    return {"hit": float(inside[ties].mean()), "first": float((ties == 0).mean()), "first_outside": float(first_out),
             "neg_in_span": float(neg[inside].sum() / mass) if mass < 0 else float("nan"), "min": float(m)}
 
 
@@ -197,22 +200,28 @@ def score_item(model, tok, it) -> dict:
 
 
 def summarise(recs):
-    """Rows (source, signal, removal, n, hit, first, neg_in_span) and the drift decomposition per source."""
+    """Rows (source, signal, removal, n, hit, first, first_outside, neg_in_span) and the gap's decomposition per
+    source, recomputed from each item's stored gaps (so a changed reading needs no model: ``--summarise-only``).
+    first_drift_share: the controls' mean gap on the first token over the correction's; span_content_share: the
+    share of the correction's mean gap inside the spans that the controls do not show."""
     rows, dec = [], []
     for src in ("all", "real", "probe_long", "probe_v2"):
         sel = [r for r in recs if src in ("all", r["source"])]
         for sig in SIGNALS:
-            ok = [r[sig]["located"] for r in sel if r[sig]["located"]]
+            parts = [({k: np.asarray(v, np.float64) for k, v in r[sig]["gaps"].items()}, np.asarray(r[sig]["inside"]))
+                     for r in sel]
+            ok = [{k: locate(v, ins) for k, v in removals(g).items()} for g, ins in parts if ins.any()]
             for rem in REMOVALS:
-                vals = [o[rem] for o in ok]
-                if vals:
-                    rows.append({"source": src, "signal": sig, "removal": rem, "n": len(vals),
-                                 **{m: round(float(np.nanmean([v[m] for v in vals])), 3)
-                                    for m in ("hit", "first", "neg_in_span")}})
-            ds = [r[sig]["decompose"] for r in sel]
+                if ok:
+                    rows.append({"source": src, "signal": sig, "removal": rem, "n": len(ok),
+                                 **{m: round(float(np.nanmean([o[rem][m] for o in ok])), 3)
+                                    for m in ("hit", "first", "first_outside", "neg_in_span")}})
+            ds = [decompose(g, ins) for g, ins in parts]
             if ds:
                 d = {k: round(float(np.nanmean([x[k] for x in ds])), 3) for k in ds[0]}
-                d["drift_share"] = round(d["drift"] / d["total"], 3) if d["total"] else float("nan")
+                ctrl_first = (d["first_wrong"] + d["first_unrelated"]) / 2
+                d["first_drift_share"] = round(ctrl_first / d["first_correct"], 3) if d["first_correct"] else None
+                d["span_content_share"] = round(1 - d["span_control"] / d["span_correct"], 3) if d["span_correct"] else None
                 dec.append({"source": src, "signal": sig, "n": len(ds), **d})
     return rows, dec
 
@@ -229,10 +238,10 @@ def write(recs, rows, dec, args, secs):
             w.writerows(table)
     lines = [f"# The hinted teacher's signal with controls ({args.model}, {len(recs)} items, {secs / 60:.1f} min, "
              f"1 thread)", "", f"Command: `{' '.join(sys.argv)}`", "",
-             "## Where the most negative token lands", "", "| source | signal | removal | n | hit | first | neg in span |",
-             "|---|---|---|---|---|---|---|"]
+             "## Where the most negative token lands", "",
+             "| source | signal | removal | n | hit | first | first outside | neg in span |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['source']} | {r['signal']} | {r['removal']} | {r['n']} | {r['hit']} | {r['first']} | "
-              f"{r['neg_in_span']} |" for r in rows]
+              f"{r['first_outside']} | {r['neg_in_span']} |" for r in rows]
     lines += ["", "## The correction's gap: drift (mean of the two controls) and content", "",
               "| " + " | ".join(dec[0]) + " |", "|" + "---|" * len(dec[0])]
     lines += ["| " + " | ".join(str(v) for v in d.values()) + " |" for d in dec]
@@ -249,7 +258,14 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(OUT), help="folder of the results (default: results/real_model)")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this many minutes (0: score every item)")
+    ap.add_argument("--summarise-only", action="store_true", help="re-read signal_items.jsonl, rewrite the tables")
     args = ap.parse_args(argv)
+    if args.summarise_only:
+        path = Path(args.out) / "signal_items.jsonl"
+        recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows, dec = summarise(recs)
+        write(recs, rows, dec, args, float(args.minutes) * 60)
+        return 0
     import torch
 
     from claw_lib.models.lm import load_causal_lm
