@@ -102,7 +102,8 @@ def cmd_generate(args) -> None:
     model, tok = load_model(args.model)
     qs = read_questions(RAW / "questions.tsv")
     order = sorted(range(len(qs)), key=lambda i: (qs[i][0], len(qs[i][1])))
-    decoding = "greedy" if args.temperature <= 0 else f"sampled, temperature {args.temperature}, top_p 1.0"
+    decoding = "greedy" if args.temperature <= 0 else \
+        f"sampled, temperature {args.temperature}, top_p 1.0, top_k off, seed {args.seed}"
     rows, t0 = {}, time.time()
     for b in range(0, len(order), args.batch):
         idx = order[b:b + args.batch]
