@@ -4,6 +4,7 @@ READMEs and notebook 09 link it."""
 import csv
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,12 @@ def test_verdict_and_evidence_rules_by_hand():
     assert mod.verdict(p(0.3, 0.01, n=3), +1) == "direction only"  # three seeds are never enough
     assert mod.verdict(p(-0.3, 0.1), +1) == "not reproduced" and mod.verdict(p(0.0, 0.0), +1) == "not reproduced"
     assert mod.verdict(p(-9.8, 4.1, n=5, live=True), -1) == "reproduced"
+    # within two s.e., a direction needs more seeds its way than the other: 5 / 0 / 5 is no effect (the step-8 grid's
+    # final score, +0.022 +- 0.053), 3 / 0 / 7 against a claim of a negative difference is its direction
+    assert mod.verdict(p(0.022, 0.053, wins=5, ties=0, losses=5), +1) == "not reproduced"
+    assert mod.verdict(p(-0.128, 0.085, wins=3, ties=0, losses=7), -1) == "direction only"
+    assert mod.verdict(p(0.065, 0.045, wins=6, ties=2, losses=2), +1) == "direction only"
+    assert mod.verdict(p(-0.8, 0.6, wins=0, ties=8, losses=2), -1) == "direction only"
     assert mod.evidence(p(0.3, 0.1)).startswith("ten seeds, paired, beyond")
     assert mod.evidence(p(0.2, 0.1)).startswith("ten seeds, paired, within")   # exactly 2 s.e. is within
     assert mod.evidence(p(0.2, 0.1, n=3)).startswith("three seeds")
@@ -73,6 +80,29 @@ def test_ledger_numbers_against_the_csvs():
         counted[(s, k)] = first
     d = np.array([counted[("combined", k)] - counted[("binary_rl", k)] for k in sorted({k for _, k in counted})])
     assert f"{d.mean():+.1f} +- {d.std(ddof=1) / np.sqrt(len(d)):.1f} sessions" in text
+
+
+def _stored_outputs(stem: str) -> str:
+    (path,) = (ROOT / "notebooks").glob(f"{stem}_*.ipynb")
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            out.append("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(out)
+
+
+def test_worked_example_rows_hold_the_notebooks_numbers():
+    """The rows whose result is a notebook's worked example are typed into tools/ledger.py, not computed from a CSV:
+    every number of such a result must be printed by that notebook (its stored outputs), so that a re-executed notebook
+    whose number moved fails here instead of leaving the ledger stale."""
+    rows = [r for r in _ledger().ledger_rows() if re.match(r"nb \w+", r[3])]
+    assert len(rows) >= 8
+    for r in rows:
+        stem = re.match(r"nb (\w+)", r[3]).group(1)
+        outputs = _stored_outputs(stem)
+        for number in re.findall(r"-?\d+\.\d+", r[4]):
+            assert number in outputs, (stem, number, r[1])
 
 
 def test_ledger_has_every_kind_of_row():

@@ -15,13 +15,16 @@ it.
 Evidence (the kit's rule, CONTRIBUTING.md "Honest results"): a paired difference over ten seeds beyond two standard
 errors or within them; fewer seeds are named as such ("three seeds", "five seeds"); "exact" is one deterministic
 computation; "untested" is a claim no run measures. Verdict: *reproduced* (the claim's direction, ten seeds or the
-live grid beyond two standard errors, or exact); *direction only* (the claim's sign, within two standard errors or on
-three seeds); *not reproduced* (the opposite sign, or the claim's effect absent); *not run*.
+live grid beyond two standard errors, or exact); *direction only* (the claim's sign on the mean and on more seeds than
+the other sign, within two standard errors or on three seeds); *not reproduced* (the opposite sign, or no effect: as
+many seeds against the claim as for it); *not run*.
 """
 import argparse
 import csv
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,13 +52,18 @@ def evidence(p) -> str:
 
 def verdict(p, sign: int) -> str:
     """``sign`` +1: the claim says the difference is positive, -1 negative. Reproduced: the claim's sign beyond two
-    standard errors on ten seeds (or on the live grid, ``live``); direction only: its sign otherwise; not
-    reproduced: the other sign (or zero)."""
+    standard errors on ten seeds (or on the live grid, ``live``); direction only: its sign otherwise, on more seeds
+    than the other sign (when ``p`` counts the seeds); not reproduced: the other sign, zero, or a mean of the claim's
+    sign that as many seeds contradict as support (5 / 0 / 5 is no effect, not a direction)."""
     d = p["mean"] * sign
     if d <= 0:
         return "not reproduced"
     if abs(p["mean"]) > 2 * p["se"] and (p["n"] >= 10 or p.get("live")):
         return "reproduced"
+    if "wins" in p and "losses" in p:
+        support, against = (p["wins"], p["losses"]) if sign > 0 else (p["losses"], p["wins"])
+        if support <= against:
+            return "not reproduced"
     return "direction only"
 
 
@@ -101,19 +109,9 @@ def live_row():
     return p, reached, n, means
 
 
-def ledger_rows():
-    """[(source, claim_en, claim_zh, setting, result, evidence, verdict)] in the order of the page."""
-    t3 = rows_of("table3")
-    s3 = summarise(t3)
-    ex = rows_of("table3_extra")
-    sx = summarise(ex)
-    out = []
-
-    def add(source, en, zh, setting, result, ev, v):
-        assert v in VERDICTS, v
-        out.append((source, en, zh, setting, result, ev, v))
-
-    # -- the article (000)
+def article_rows(add) -> None:
+    """The article (000): its worked examples, each asserted in the notebook named (tests/test_ledger.py checks that
+    every number of these results is in that notebook's stored outputs), and its A/B from results/pair_ab/."""
     A = "article"
     add(A, "§4: semantic edit distance marks 伦敦 -> 巴黎 as a replace", "§4：语义编辑距离把 伦敦 -> 巴黎 判为替换",
         "nb 02 §3 (`claw_lib.alignment.dp`)", "replace, cost 0.564 > threshold 0.3", "exact (asserted in nb 02) / 精确",
@@ -145,8 +143,20 @@ def ledger_rows():
         "nb 13", "efficient; value AUC 0.436 on unseen countries", "held-out set (asserted in nb 13) / 留出集",
         "not reproduced")
 
-    # -- the digest (003): Table 3 on the teacher user, sparse hints (the paper's regime)
+
+def _binary_rl_gain(t3):
+    """Binary RL's gain over the untrained model per seed (teacher user, sparse hints): final - base, paired."""
+    g = np.array([r["final_score"] - r["base_score"] for r in t3
+                  if (r["user"], r["strategy"]) == ("teacher-vague", "binary_rl")])
+    return {"n": len(g), "mean": float(g.mean()), "se": float(g.std(ddof=1) / np.sqrt(len(g))),
+            "wins": int((g > 0).sum()), "ties": int((g == 0).sum()), "losses": int((g < 0).sum())}
+
+
+def table3_rows(add) -> None:
+    """The digest's Table 3 (teacher user, sparse hints: the paper's regime), its step-8 pattern and Binary RL's gain."""
     D = "digest"
+    t3 = rows_of("table3")
+    s3 = summarise(t3)
     p = paired(t3, "teacher-vague", "opd", "binary_rl")
     add(D, "Table 3: OPD > Binary RL after 16 steps (0.72 vs 0.23)", "表 3：16 步后 OPD > Binary RL（0.72 对 0.23）",
         "teacher user, sparse hints, `results/table3/`, final score",
@@ -157,6 +167,7 @@ def ledger_rows():
         "teacher user, sparse hints, `results/table3/`, final score",
         f"{s3[('teacher-vague', 'combined')]['final']:.2f} vs {s3[('teacher-vague', 'opd')]['final']:.2f}; {score(p)}",
         evidence(p), verdict(p, +1))
+    ex = rows_of("table3_extra")
     p = paired(ex, "student", "combined", "opd")
     add(D, "Combined is the best method (student user)", "Combined 是最好的方法（学生型用户）",
         "student user, dense hints, `results/table3_extra/`, final score", score(p), evidence(p), verdict(p, +1))
@@ -172,17 +183,25 @@ def ledger_rows():
     p = paired(st8, "teacher-sparse", "opd", "binary_rl")
     add(D, "... and far ahead by step 16", "……到第 16 步遥遥领先",
         "the same runs, final score", score(p), evidence(p), verdict(p, +1))
-    b = s3[("teacher-vague", "binary_rl")]
+    b, g = s3[("teacher-vague", "binary_rl")], _binary_rl_gain(t3)
     add(D, "Binary RL gains little (0.17 -> 0.23)", "Binary RL 收获很小（0.17 -> 0.23）",
-        "teacher user, sparse hints, `results/table3/`", f"{b['base']:.2f} -> {b['final']:.2f} +- {b['final_std']:.2f}",
-        "ten seeds / 十个种子", "not reproduced")
+        "teacher user, sparse hints, `results/table3/`, final - base per seed",
+        f"{b['base']:.2f} -> {b['final']:.2f}; gain {score(g)}", evidence(g), "not reproduced")
+
+
+def digest_rows(add) -> None:
+    """The digest (003) beyond Table 3: interactions per user, the process reward, the live system, what is not run."""
+    D = "digest"
+    s3, sx = summarise(rows_of("table3")), summarise(rows_of("table3_extra"))
     s48 = summarise(rows_of("teacher_48_steps"))
     add(D, "the student user needs more interactions than the teacher user (36 vs 24)",
         "学生型用户比老师型用户需要更多交互（36 对 24）",
-        "Combined, steps until stable (never = the run length): teacher 48 steps `results/teacher_48_steps/`, student "
-        "16 steps `results/table3_extra/`",
-        f"teacher {cell(s48[('teacher', 'combined')])}; student {cell(sx[('student', 'combined')])}",
-        "three seeds (teacher) / 三个种子", "direction only")
+        "Combined, dense hints, steps until stable (never = the run length): 16 steps `results/table3/` and "
+        "`results/table3_extra/`; 48 steps `results/teacher_48_steps/`",
+        f"16 steps: teacher {cell(s3[('teacher', 'combined')])}, student {cell(sx[('student', 'combined')])}; "
+        f"48 steps: teacher {cell(s48[('teacher', 'combined')])}",
+        "ten seeds each, two users, not paired; three seeds at 48 steps / 各十个种子，两个用户不配对；48 步三个种子",
+        "direction only")
     ch = rows_of("chain")
     p = paired(ch, "tool-chain", ("tool-chain-prm", "binary_rl"), "binary_rl")
     add(D, "process reward (PRM) helps on long tool tasks (0.17 -> 0.30)", "过程奖励（PRM）在长程工具任务上有帮助（0.17 -> 0.30）",
@@ -198,23 +217,27 @@ def ledger_rows():
     add(D, "GUI, SWE, terminal tracks; 128 environments", "GUI、SWE、终端等赛道；128 个环境", "-", "-",
         "untested / 未测试", "not run")
 
-    # -- the paper's second version (v2), sessions until stable; the kit: steps until stable (never = 16)
+
+def v2_rows(add) -> None:
+    """The paper's second version (v2): sessions until stable there, steps until stable (never = 16) here."""
     V = "v2 (transcription)"
     v2 = rows_of("table3", "table3_extra", "v2", "hints", "joint")
-    for user, label, zh in (("teacher", "dense hints", "提示密集"), ("teacher-vague", "sparse hints", "提示稀疏")):
+    regimes = (("teacher", "dense hints", "提示密集"), ("teacher-vague", "sparse hints", "提示稀疏"))
+    for user, label, zh in regimes:
         p = paired(v2, user, (f"{user}-v2", "combined"), "binary_rl", UNTIL_STABLE)
         add(V, f"Hybrid < GRPO (Binary RL) in sessions until stable (teacher, {label})",
             f"稳定所需会话数 Hybrid < GRPO（Binary RL）（老师型用户，{zh}）",
             f"teacher user, {label}, `results/v2/` + `results/table3/`, steps until stable", speed(p), evidence(p),
             verdict(p, -1))
-    for user, label, zh in (("teacher", "dense hints", "提示密集"), ("teacher-vague", "sparse hints", "提示稀疏")):
+    for user, label, zh in regimes:
         p = paired(v2, f"{user}-v2", "combined", "opd_kl", UNTIL_STABLE)
         add(V, f"Hybrid < OPD-only (teacher, {label})", f"Hybrid < 只用 OPD（老师型用户，{zh}）",
             f"teacher user, {label}, `results/v2/`, steps until stable", speed(p), evidence(p), verdict(p, -1))
-    p = paired(v2, "teacher", "binary_rl", ("teacher-v2", "opd_kl"), UNTIL_STABLE)
-    add(V, "GRPO < OPD-only (teacher)", "GRPO < 只用 OPD（老师型用户）",
-        "teacher user, dense hints, `results/v2/` + `results/table3/`, steps until stable", speed(p), evidence(p),
-        verdict(p, -1))
+    for user, label, zh in regimes:
+        p = paired(v2, user, "binary_rl", (f"{user}-v2", "opd_kl"), UNTIL_STABLE)
+        add(V, f"GRPO < OPD-only (teacher, {label})", f"GRPO < 只用 OPD（老师型用户，{zh}）",
+            f"teacher user, {label}, `results/v2/` + `results/table3/`, steps until stable", speed(p), evidence(p),
+            verdict(p, -1))
     ta = rows_of("ta")
     p = paired(ta, "ta-v2", "binary_rl", "opd_kl", UNTIL_STABLE)
     add(V, "GRPO < OPD-only (TA persona; separate 22.4 vs 36.0)", "GRPO < 只用 OPD（助教角色；分别优化 22.4 对 36.0）",
@@ -231,6 +254,18 @@ def ledger_rows():
         "按 top-k 重合挑选提示胜过随机挑选（12.5 对 16.1）",
         "no random pick run; against the whole hint (v1's rule), sparse hints, `results/hints/`",
         f"overlap - whole hint {speed(p)}", "untested against a random pick / 没有与随机挑选比较", "not run")
+
+
+def ledger_rows():
+    """[(source, claim_en, claim_zh, setting, result, evidence, verdict)] in the order of the page."""
+    out = []
+
+    def add(source, en, zh, setting, result, ev, v):
+        assert v in VERDICTS, v
+        out.append((source, en, zh, setting, result, ev, v))
+
+    for part in (article_rows, table3_rows, digest_rows, v2_rows):
+        part(add)
     return out
 
 
@@ -260,7 +295,8 @@ def render() -> str:
         "- **Evidence / 证据:** ten seeds paired beyond two s.e. / within two s.e. / three (or five) seeds / exact (one",
         "  deterministic computation) / untested.",
         "- **Verdict / 判定:** reproduced 复现 (the claim's direction beyond two s.e., or exact) / direction only 只有方向 (its",
-        "  sign, within two s.e. or on three seeds) / not reproduced 没有复现 (the other sign, or no effect) / not run 没有运行.",
+        "  sign on the mean and on more seeds than the other sign, within two s.e. or on three seeds) / not reproduced 没有复现",
+        "  (the other sign, or no effect: as many seeds against the claim as for it) / not run 没有运行.",
         "",
         "| # | source | claim / 结论 | kit setting | result | evidence / 证据 | verdict / 判定 |",
         "|---|---|---|---|---|---|---|",

@@ -94,6 +94,9 @@ METRICS = {
     "objective/kl": "mean KL(policy || reference) per token (k3, clamped to [-10, 10]: low_var_kl); logged when the "
                     "KL term is on (the reference is only run then)",
     "policy/clipfrac": "share of tokens whose ratio was clipped",
+    "policy/topk_clipfrac": "the v2 hybrid only (combined with loss.distill \"topk_clipped\"): share of the old student's "
+                            "top-k ids whose ratio the clipped top-k OPD loss held, over the masked tokens (policy/"
+                            "clipfrac is its surrogate's; opd_kl's top-k share is policy/clipfrac)",
     "policy/approx_kl": "mean 0.5 (log pi - log pi_old)^2 during the update",
     "policy/entropy": "mean entropy of the policy at response tokens (nats)",
     "policy/loss": "the surrogate (or distillation) loss of the last minibatch",
@@ -489,39 +492,45 @@ class _Minibatch:
 
 def _surrogate_loss(mb: _Minibatch, L, cfg: PPOConfig):
     """The clipped surrogate on the advantages (pi_old: the rollout's log-probs, or the first forward's)."""
-    return clipped_surrogate(mb.lp, mb.old if mb.old is not None else mb.lp.detach(), mb.advantages, mb.mask,
-                             L.eps, L.eps_high, L.loss_agg, mb.rows)
+    loss, clipfrac = clipped_surrogate(mb.lp, mb.old if mb.old is not None else mb.lp.detach(), mb.advantages,
+                                       mb.mask, L.eps, L.eps_high, L.loss_agg, mb.rows)
+    return loss, {"clipfrac": clipfrac}
 
 
 def _distill_loss(mb: _Minibatch, L, cfg: PPOConfig):
     """opd_kl: KL(T || S) over the vocabulary ("forward_kl") or KL(S || T) over the teacher's top-K; no clip."""
     div = generalized_jsd(mb.logits, mb.t_logits, beta=0.0) if L.distill == "forward_kl" \
         else topk_reverse_kl(mb.logits, mb.t_logits, L.distill_topk)
-    return aggregate_loss(div, mb.mask, L.loss_agg, mb.rows), torch.tensor(0.0)
+    return aggregate_loss(div, mb.mask, L.loss_agg, mb.rows), {"clipfrac": torch.tensor(0.0)}
 
 
 def _topk_clipped_loss(mb: _Minibatch, L, cfg: PPOConfig):
     """The paper's second version: a clipped surrogate over the old student's top-k ids, the teacher's gap clipped
-    (:func:`~claw_lib.signals.opd.clipped_topk_opd`); the clip share is the top-k loss's."""
+    (:func:`~claw_lib.signals.opd.clipped_topk_opd`); its clip share is the share of (token, top-k id) pairs held."""
     ids_k, old_k = mb.old_topk
     div, held = clipped_topk_opd(torch.log_softmax(mb.logits.float(), -1).gather(-1, ids_k), old_k,
                                  torch.log_softmax(mb.t_logits.float(), -1).gather(-1, ids_k),
                                  L.clipped_gap, L.eps, L.eps_high)
-    return aggregate_loss(div, mb.mask, L.loss_agg, mb.rows), masked_mean(held, mb.mask)
+    return aggregate_loss(div, mb.mask, L.loss_agg, mb.rows), {"clipfrac": masked_mean(held, mb.mask)}
 
 
 def _hybrid_loss(mb: _Minibatch, L, cfg: PPOConfig):
-    """The v2 combined: the surrogate on w_rl r (in the advantages) + w_opd x the clipped top-k loss; the logged
-    clip share is the surrogate's (the top-k loss's own is not logged)."""
-    topk, _ = _topk_clipped_loss(mb, L, cfg)
-    loss, clipfrac = _surrogate_loss(mb, L, cfg)
-    return loss + cfg.opd.w_opd * topk, clipfrac
+    """The v2 combined: the surrogate on w_rl r (in the advantages) + w_opd x the clipped top-k loss; each term's
+    clip share is logged (``policy/clipfrac`` the surrogate's, ``policy/topk_clipfrac`` the top-k loss's)."""
+    topk, topk_stats = _topk_clipped_loss(mb, L, cfg)
+    loss, stats = _surrogate_loss(mb, L, cfg)
+    return loss + cfg.opd.w_opd * topk, {**stats, "topk_clipfrac": topk_stats["clipfrac"]}
 
 
 #: the update's loss per :data:`~claw_lib.rl.strategies.LOSS_FAMILIES`: (minibatch, resolved loss config, cfg) ->
-#: (loss, clip share)
+#: (loss, its clip shares by :data:`UPDATE_STATS` name: "clipfrac", and the hybrid's "topk_clipfrac")
 LOSSES = {"surrogate": _surrogate_loss, "distill": _distill_loss, "topk_clipped": _topk_clipped_loss,
           "hybrid": _hybrid_loss}
+
+
+#: what the update logs per minibatch (the mean over minibatches is logged): stat -> its metric (:data:`METRICS`)
+UPDATE_STATS = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
+                "kl": "objective/kl", "loss": "policy/loss", "topk_clipfrac": "policy/topk_clipfrac"}
 
 
 def _minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, mb_t, value_head, teacher,
@@ -549,7 +558,7 @@ def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: A
     """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms; its stats appended."""
     L = p.loss
     mb, out, sub = _minibatch(policy, ro, sig, adv, cfg, mb_t, value_head, teacher, old_topk)
-    loss, clipfrac = LOSSES[p.loss_family](mb, L, cfg)
+    loss, clip = LOSSES[p.loss_family](mb, L, cfg)
     kl = kl_estimate(mb.lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
     if L.kl_coef:
         loss = loss + L.kl_coef * aggregate_loss(kl, mb.mask, L.loss_agg, mb.rows)
@@ -561,7 +570,8 @@ def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: A
     torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
     optimizer.step()
     with torch.no_grad():
-        stats["clipfrac"].append(float(clipfrac))
+        for k, v in clip.items():
+            stats[k].append(float(v))
         if mb.old is not None:
             stats["approx_kl"].append(float(masked_mean(0.5 * (mb.lp - mb.old) ** 2, mb.mask)))
         stats["entropy"].append(float(masked_mean(entropy_from_logits(mb.logits), mb.mask)))
@@ -584,7 +594,7 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
     policy.train()
     idx = np.arange(len(ro.response_ids))
-    stats: Dict[str, list] = {"clipfrac": [], "approx_kl": [], "entropy": [], "kl": [], "loss": []}
+    stats: Dict[str, list] = {k: [] for k in UPDATE_STATS}
     topk = p.loss_family in ("topk_clipped", "hybrid")
     old_topk = _rollout_topk(ro, p.loss.clipped_k) if topk and M.any() else None
     if M.any():
@@ -595,10 +605,10 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                 if M[mb_t].any():
                     _minibatch_step(policy, optimizer, params, ro, sig, adv, cfg, p, mb_t, value_head, teacher,
                                     old_topk, stats)
-    names = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
-             "kl": "objective/kl", "loss": "policy/loss"}
-    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in names.items()
-               if k != "kl" or ro.ref_logprobs is not None}  # no reference pass, no KL to log
+    logged = {"kl": ro.ref_logprobs is not None,  # no reference pass, no KL to log
+              "topk_clipfrac": p.loss_family == "hybrid"}  # the top-k share beside the surrogate's
+    metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in UPDATE_STATS.items()
+               if logged.get(k, True)}
     if adv.returns is not None and M.sum() > 1:
         with torch.no_grad():
             vals = _values(policy, value_head, ro.batch)

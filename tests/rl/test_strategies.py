@@ -6,6 +6,7 @@ Scorer.for_run, the row kind of _openclaw_rows, the sample rows of compute_advan
 engine's signals); every combination of the settings they read must give the same answer from the plan.
 """
 import itertools
+import math
 import sys
 import subprocess
 
@@ -128,3 +129,83 @@ def test_unknown_names_are_refused():
 def test_the_plan_is_torch_free():
     code = "import sys, claw_lib.rl.strategies; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------------- the update's clip shares, per loss family
+def _brute_surrogate_share(lp, old, adv, mask, eps, eps_high):
+    """Tokens whose ratio the clipped surrogate holds (A > 0 above 1 + eps_high, A < 0 below 1 - eps), counted."""
+    held = n = 0
+    for b in range(lp.shape[0]):
+        for t in range(lp.shape[1]):
+            if mask[b, t]:
+                r, a = math.exp(float(lp[b, t] - old[b, t])), float(adv[b, t])
+                held += (a > 0 and r > 1 + eps_high) or (a < 0 and r < 1 - eps)
+                n += 1
+    return held / n
+
+
+def _brute_topk_share(cur, old, teacher, mask, gap_clip, eps, eps_high):
+    """(token, top-k id) pairs the clipped top-k loss holds: w = softmax(old) over the k ids, A = w x the clipped
+    teacher-minus-old gap; held when A > 0 and the ratio is above 1 + eps_high, or A < 0 and below 1 - eps."""
+    held = n = 0
+    for b in range(cur.shape[0]):
+        for t in range(cur.shape[1]):
+            if not mask[b, t]:
+                continue
+            o = [float(x) for x in old[b, t]]
+            z = sum(math.exp(x) for x in o)
+            for j in range(len(o)):
+                a = math.exp(o[j]) / z * max(-gap_clip, min(gap_clip, float(teacher[b, t, j]) - o[j]))
+                r = math.exp(float(cur[b, t, j]) - o[j])
+                held += (a > 0 and r > 1 + eps_high) or (a < 0 and r < 1 - eps)
+                n += 1
+    return held / n
+
+
+def test_the_hybrid_logs_each_terms_clip_share():
+    """The v2 hybrid's update returns the surrogate's clip share as ``clipfrac`` and the clipped top-k loss's as
+    ``topk_clipfrac`` (logged as policy/topk_clipfrac), each equal to a count written out with loops."""
+    import torch
+
+    from claw_lib.rl.ppo import LOSSES, METRICS, UPDATE_STATS, _Minibatch
+
+    cfg = override(PPOConfig(strategy="combined"), {"loss.distill": "topk_clipped"})
+    p = plan(cfg)
+    g = torch.Generator().manual_seed(0)
+    B, T, V, k = 3, 5, 11, p.loss.clipped_k
+    logits, t_logits = torch.randn(B, T, V, generator=g) * 2, torch.randn(B, T, V, generator=g) * 2
+    old_logits = logits + torch.randn(B, T, V, generator=g)  # pi_old differs from pi: some ratios leave the range
+    ids = torch.randint(0, V, (B, T, 1), generator=g)
+    old_all = torch.log_softmax(old_logits, -1)
+    old_lp = old_all.gather(-1, ids).squeeze(-1)
+    lp = torch.log_softmax(logits, -1).gather(-1, ids).squeeze(-1)
+    top_old, top_ids = old_all.topk(k, -1)
+    mask = torch.rand(B, T, generator=g) > 0.2
+    adv = torch.randn(B, T, generator=g) * mask
+    mb = _Minibatch(lp, logits, t_logits, old_lp, adv, mask, torch.ones(B, dtype=torch.bool), (top_ids, top_old))
+    loss, stats = LOSSES["hybrid"](mb, p.loss, cfg)
+    assert set(stats) == {"clipfrac", "topk_clipfrac"} and set(stats) <= set(UPDATE_STATS)
+    want_s = _brute_surrogate_share(lp, old_lp, adv, mask, p.loss.eps, p.loss.eps_high)
+    cur_k = torch.log_softmax(logits, -1).gather(-1, top_ids)
+    t_k = torch.log_softmax(t_logits, -1).gather(-1, top_ids)
+    want_k = _brute_topk_share(cur_k, top_old, t_k, mask, p.loss.clipped_gap, p.loss.eps, p.loss.eps_high)
+    assert 0 < want_s < 1 and 0 < want_k < 1 and want_s != pytest.approx(want_k)  # a case where the two differ
+    assert float(stats["clipfrac"]) == pytest.approx(want_s, abs=1e-6)
+    assert float(stats["topk_clipfrac"]) == pytest.approx(want_k, abs=1e-6)
+    # the top-k loss alone (opd_kl) reports the same top-k share as its clipfrac, and nothing else
+    _, alone = LOSSES["topk_clipped"](mb, p.loss, cfg)
+    assert set(alone) == {"clipfrac"} and float(alone["clipfrac"]) == pytest.approx(want_k, abs=1e-6)
+    assert "policy/topk_clipfrac" in METRICS and set(UPDATE_STATS.values()) <= set(METRICS)
+
+
+def test_only_the_hybrid_logs_the_topk_clip_share():
+    """Smoke of one step each: policy/topk_clipfrac is in the hybrid's metrics (a share in [0, 1]), in no other's."""
+    from claw_lib.rl.run import train
+
+    small = {"steps": 1, "batch_size": 4, "eval_prompts": 4, "eval_every": 0, "task.user": "teacher"}
+    hybrid = train(override(PPOConfig(strategy="combined", progress=False),
+                            {**small, "loss.distill": "topk_clipped"}))[-1]
+    assert 0.0 <= hybrid["policy/topk_clipfrac"] <= 1.0 and "policy/clipfrac" in hybrid
+    for strategy, distill in (("combined", "forward_kl"), ("opd_kl", "topk_clipped")):
+        row = train(override(PPOConfig(strategy=strategy, progress=False), {**small, "loss.distill": distill}))[-1]
+        assert "policy/topk_clipfrac" not in row and "policy/clipfrac" in row, (strategy, distill)
