@@ -61,6 +61,8 @@ DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl", "topk_clipped")
 #: where the questions come from: the toy fact world (the tiny GPT's) or real-world questions with short
 #: checkable answers (:mod:`claw_lib.toy.real_tasks`, for a real instruct model)
 WORLDS = ("fact", "real")
+#: what the evaluation of the real-world questions asks (:func:`claw_lib.toy.real_tasks.env_splits`)
+EVAL_SPLITS = ("eval", "dev", "heldout")
 #: model dtypes (``PPOConfig.dtype``; "auto": :func:`claw_lib.models.lm.resolve_dtype`)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: whose LoRA a run's adapters are (PPOConfig.lora_impl; claw_lib.models.peft_lora)
@@ -263,8 +265,9 @@ class OPDConfig:
     broadcast on satisfied turns only: a -1 broadcast also pushes down the good tokens of a half-right
     answer (notebook 09); a -1 turn without a hint then gives no sample"""
     m: int = 1
-    """judge votes per turn: an LLM judge samples m times (the live server's ``--judge``, claw_lib.serve.loops); the
-    toy world's rule judge is deterministic, so its m votes are one vote repeated"""
+    """judge votes per turn: an LLM judge samples m times (``opd.judge`` in training, the live server's ``--judge``;
+    upstream's Binary RL script: 3); the toy world's rule judge is deterministic, so its m votes are one vote
+    repeated"""
     min_hint_chars: int = 10
     """a hint must be longer than this many characters to count (upstream: 10)"""
     hint_candidates: int = 1
@@ -289,6 +292,13 @@ class OPDConfig:
     teacher_temperature: Optional[float] = None
     """temperature of the teacher's log-probs: None (default) the rollout's sampling temperature, as the kit
     did so far; 1.0 as upstream's teacher server scores"""
+    judge: str = "rule"
+    """who reads the next state in training (Binary RL's votes, OPD's hints): "rule" (the toy world's rule judge,
+    default), a local instruct model (name or path: it samples ``m`` votes with OpenClaw-RL's prompts) or an
+    OpenAI-compatible endpoint's http(s):// URL (claw_lib.apps.train_judge); a vote that fails counts in
+    ``judge/failed_share``, never stops the run. The live server has its own (ServeConfig.judge)"""
+    judge_model: str = ""
+    """the model name asked for at a judge URL (empty: the first model its /v1/models lists); a URL judge only"""
 
 
 @dataclass
@@ -321,6 +331,10 @@ class TaskConfig:
     """"fact": the toy fact world (the tiny GPT's); "real": real-world questions with short checkable answers in
     zh and en (capitals, dates, units, arithmetic; claw_lib.toy.real_tasks), for a real instruct model, whose
     users are "correcting", "student" and "teacher\""""
+    eval_split: str = "eval"
+    """task.world "real": which questions the evaluation asks: "eval" (as before: ``eval_prompts`` drawn at random
+    from the held-out quarter), "dev" (each question of the dev quarter once; training leaves that quarter out: for
+    choosing settings) or "heldout" (each held-out question once: for the report)"""
 
 
 #: OpenClaw-RL's run scripts, per strategy: upper clip (None: no ratio, a distillation loss) and loss
@@ -610,7 +624,7 @@ FACT_RELATIONS = ("capital", "colour", "animal", "provinces")
 CHOICES: Dict[str, Tuple] = {
     "strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
     "subtokens": SUBTOKEN_MODES, "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": KL_ESTIMATORS,
-    "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES,
+    "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": ("none", "unrelated"),
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS,
 }
@@ -667,6 +681,9 @@ def validate(cfg, prefix: str = "") -> None:
                                              or flat["task.questions"] == "pair"):
         raise ValueError("task.world 'real' has the users 'correcting', 'student' and 'teacher' and single questions, "
                          f"got user {flat['task.user']!r} with {flat['task.questions']!r} questions")
+    if flat.get("task.eval_split", "eval") != "eval" and flat.get("task.world") != "real":
+        raise ValueError(f"task.eval_split {flat['task.eval_split']!r} chooses among the real-world questions (task.world "
+                         f"'real'), got task.world {flat.get('task.world')!r}")
     if "minibatches" in flat and flat["minibatches"] > flat["batch_size"]:
         raise ValueError(f"minibatches ({flat['minibatches']}) must not exceed batch_size ({flat['batch_size']})")
     _validate_together({(prefix + k): v for k, v in flat.items()})
@@ -684,7 +701,23 @@ def _validate_together(flat: Dict[str, Any]) -> None:
     if user == "tool-chain" and flat.get("task.p_vague") is not None:  # TC05: a tool's output is never vague
         raise ValueError("task.p_vague means nothing for task.user 'tool-chain' (its next states are tool outputs, "
                          f"never vague replies), got {flat['task.p_vague']}; leave it out")
+    _validate_judge(flat)
     rel = flat.get("task.relations")
     if rel is not None and flat.get("task.world", "fact") == "fact":  # C04
         if isinstance(rel, str) or not rel or any(r not in FACT_RELATIONS for r in rel):
             raise ValueError(f"task.relations must be a non-empty tuple of {FACT_RELATIONS}, got {rel!r}")
+
+
+def _validate_judge(flat: Dict[str, Any]) -> None:
+    """opd.judge: a non-empty name, path or URL, read by the strategies a judge scores (not the token rewards);
+    opd.judge_model only with a URL judge."""
+    judge, model = flat.get("opd.judge", "rule"), flat.get("opd.judge_model", "")
+    if not isinstance(judge, str) or not judge.strip():
+        raise ValueError(f"opd.judge must be 'rule', a local model (name or path) or an http(s):// URL, got {judge!r}")
+    if not isinstance(model, str):
+        raise TypeError(f"opd.judge_model must be a string, got {model!r}")
+    if model.strip() and not judge.strip().startswith(("http://", "https://")):
+        raise ValueError(f"opd.judge_model names the model asked for at a judge URL; opd.judge {judge!r} is not a URL")
+    if judge.strip() != "rule" and flat.get("strategy") in REWARD_STRATEGIES:
+        raise ValueError(f"opd.judge {judge!r} reads the next state for binary_rl, opd, opd_kl and combined; strategy "
+                         f"{flat['strategy']!r} takes its rewards from the alignment or the perplexity judge")

@@ -206,11 +206,14 @@ def _cmd_train(a) -> int:
         validate(cfg)
     except ValueError as e:  # name the flag, not the setting
         raise CLIError(f"claw train: {flag_message(str(e), TRAIN_FLAGS)}") from None
+    from .train_judge import training_judge
+
+    judge = training_judge(cfg)  # --judge: a local model not on disk is refused here, before any run starts
     try:
         if a.engine == "trl":
-            hist = _train_trl(cfg, a.out, a.force)
+            hist = _train_trl(cfg, a.out, a.force, judge)
         else:
-            hist = train(cfg, a.out, force=a.force)
+            hist = train(cfg, a.out, force=a.force, judge=judge)
     except SettingError as e:  # name the flags to change (a diverged run, a batch or a length that does not fit)
         import re
 
@@ -232,28 +235,30 @@ def _cmd_train(a) -> int:
     scores = [h["eval/score"] for h in hist if "eval/score" in h]
     trained = sum(1 for h in hist if h["step"] > 0)
     peak = max((h["memory/peak_gib"] for h in hist if "memory/peak_gib" in h), default=None)
+    failed = [h["judge/failed_share"] for h in hist if "judge/failed_share" in h]
     print(f"{cfg.strategy} / {cfg.task.user} / seed {cfg.seed}: eval score {scores[0]:.3f} -> {scores[-1]:.3f} "
           f"after {trained} steps" + (f"; peak memory {peak:.2f} GiB" if peak is not None else "")
+          + (f"; judge votes failed {sum(failed) / len(failed):.0%}" if failed else "")
           + (f"; metrics in {a.out}/metrics.csv" if a.out else ""))
     return 0
 
 
-def _train_trl(cfg, out, force: bool):
-    """``--engine trl``: the same settings through TRL's GRPOTrainer (claw_lib.integrations.trl); a
-    folder that holds a run is refused unless --force (TRL runs are not resumed)."""
+def _train_trl(cfg, out, force: bool, judge=None):
+    """``--engine trl``: the same settings through TRL's GRPOTrainer (claw_lib.integrations.trl) with the same
+    judge; a folder that holds a run is refused unless --force (TRL runs are not resumed)."""
     try:
         from ..integrations.trl import train_trl
     except ImportError as e:
         raise CLIError(f"claw train --engine trl: {e}") from None
     if out is None:
-        return train_trl(cfg)
+        return train_trl(cfg, judge=judge)
     from ..rl.run import RunFolderTaken, trl_run_folder
 
     if int(os.environ.get("RANK", "0")) != 0:  # `accelerate launch`: the main process owns the folder
-        return train_trl(cfg, out)
+        return train_trl(cfg, out, judge=judge)
     try:
         with trl_run_folder(out, force):
-            return train_trl(cfg, out)
+            return train_trl(cfg, out, judge=judge)
     except RunFolderTaken as e:
         raise CLIError(f"claw train: {e}") from None
 

@@ -62,8 +62,9 @@ TRAIN_FLAGS = {
     "--opd-contrast": "opd.contrast", "--opd-skip-first": "opd.skip_first",
     "--teacher-temperature": "opd.teacher_temperature",
     "--dtype": "dtype", "--threads": "threads", "--max-new-tokens": "max_new_tokens", "--eval-size": "eval_prompts",
-    "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--chain-reward": "task.chain_reward",
-    "--lora-impl": "lora_impl",
+    "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--eval-split": "task.eval_split",
+    "--chain-reward": "task.chain_reward",
+    "--lora-impl": "lora_impl", "--judge": "opd.judge", "--judge-model": "opd.judge_model", "--judge-votes": "opd.m",
 }
 #: ``claw align`` and ``claw rewards``: the alignment's settings (``PPOConfig.reward.align``, an AlignConfig)
 ALIGN_FLAGS = {

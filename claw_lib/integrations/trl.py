@@ -99,7 +99,7 @@ from ..rl.ppo import (
     decode_response,
     prepare_policy,
 )
-from ..rl.run import _check_finite, _write_metrics, eval_tokens
+from ..rl.run import _check_finite, _write_metrics, check_judge, eval_tokens
 from ..rl.samples import append_records, evaluate_recorded, rollout_records
 from ..rl.strategies import STRATEGY_TABLE, plan
 from ..signals.opd import frozen_teacher
@@ -434,20 +434,25 @@ def step_parts(ro: Rollout, sig: Signals, adv: Advantages) -> Dict:
     return {"scores": [float(s) for s in ro.scores], "accepted": [h is not None for h in sig.hints],
             "signal": sig.token_signal[sig.mask].tolist(), "advantages": adv.advantages[adv.mask].tolist(),
             "has_sample": adv.mask.any(1).tolist(), "tokens": int(ro.batch.response_mask.sum()),
-            "opd_health": {k: v for k, v in sig.metrics.items() if k in OPD_HEALTH}}
+            "opd_health": {k: v for k, v in sig.metrics.items() if k in OPD_HEALTH},
+            "judge_votes": ([sum(x) for x in zip(*(t.failed_votes for t in sig.judged))] or [0, 0])
+            if "judge/failed_share" in sig.metrics else None}
 
 
 def merge_step_metrics(parts: Sequence[Dict]) -> Dict[str, float]:
     """The ``reward/*`` and ``opd/*`` metrics of :func:`~claw_lib.rl.ppo.compute_signals` and
     :func:`~claw_lib.rl.ppo.compute_advantages` (same definitions, :data:`claw_lib.rl.ppo.METRICS`)
-    over the rows of every process, plus ``reward/score`` and ``timing/rollout_tokens``. The OPD health
-    metrics are the mean of the processes' values (exact with one process)."""
+    over the rows of every process, plus ``reward/score``, ``timing/rollout_tokens`` and, with an LLM judge,
+    ``judge/failed_share`` (the failed votes of every process over all their votes). The OPD health metrics are the
+    mean of the processes' values (exact with one process)."""
     cat = lambda k: [x for p in parts for x in p[k]]  # noqa: E731
     v = torch.tensor(cat("signal"), dtype=torch.float32)
     a = torch.tensor(cat("advantages"), dtype=torch.float32)
     health = {k: float(np.mean([p["opd_health"][k] for p in parts if k in p.get("opd_health", {})]))
               for k in OPD_HEALTH if any(k in p.get("opd_health", {}) for p in parts)}
-    return {**health, "reward/score": float(np.mean(cat("scores"))),
+    votes = [p["judge_votes"] for p in parts if p.get("judge_votes") is not None]  # (failed, all) per process
+    judge = {"judge/failed_share": sum(v[0] for v in votes) / max(sum(v[1] for v in votes), 1)} if votes else {}
+    return {**health, **judge, "reward/score": float(np.mean(cat("scores"))),
             "opd/accepted_fraction": float(np.mean(cat("accepted"))),
             "reward/token_mean": float(v.mean()) if v.numel() else 0.0,
             "reward/token_std": float(v.std()) if v.numel() > 1 else 0.0,
@@ -517,7 +522,8 @@ def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_p
 
 
 def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
-                 peft_config=None, model=None, tokenizer=None, grpo_args: Optional[Dict] = None) -> ClawGRPOTrainer:
+                 peft_config=None, model=None, tokenizer=None, grpo_args: Optional[Dict] = None,
+                 judge=None) -> ClawGRPOTrainer:
     """A :class:`ClawGRPOTrainer` for the toy world with the settings of ``claw_lib.rl.ppo.train(cfg)``.
 
     The prompts of step k are the first ``batch_size / num_generations`` tasks the kit's loop would
@@ -527,7 +533,9 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     ``eval_prompts`` tasks; with ``task.world == "real"`` the real-world questions, evaluated on their "eval"
     split). model / tokenizer: an already loaded policy (default: ``load_causal_lm(cfg.model)`` in
     ``cfg.dtype``, on the CPU; accelerate moves it); grpo_args: ``GRPOConfig`` overrides (see
-    :func:`grpo_config`). The per-model settings are resolved from the model
+    :func:`grpo_config`); judge: the next-state judge that ``cfg.opd.judge`` names
+    (:func:`claw_lib.apps.train_judge.training_judge`; None: the rule judge). The per-model settings are resolved
+    from the model
     (:func:`claw_lib.rl.ppo.prepare_policy`): with ``lora_rank > 0`` and no ``peft_config`` the kit's own
     adapters are added (claw_lib.models.lora; the teacher is then the adapter-disabled model, no copy).
     """
@@ -535,6 +543,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     from ..toy.envs import make_env
     from ..utils import resolve_device
 
+    check_judge(cfg, judge)
     set_threads(cfg.threads)
     t_load = time.perf_counter()
     if model is None:
@@ -559,7 +568,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
                resolve_device(cfg.device), engine="trl")
     trainer = ClawGRPOTrainer(model, args, tasks=tasks, feedback=env.step, cfg=cfg, teacher=teacher,
                               processing_class=tokenizer, peft_config=peft_config, eval_env=eval_env,
-                              eval_tasks=eval_env.sample(cfg.eval_prompts), out_dir=out_dir)
+                              eval_tasks=eval_env.sample(cfg.eval_prompts), out_dir=out_dir, judge=judge)
     if args.generation_batch_size != cfg.batch_size:  # e.g. num_processes guessed wrong without a launcher
         raise ValueError(f"one generation batch holds {args.generation_batch_size} completions "
                          f"({trainer.accelerator.num_processes} processes), not the config's batch_size {cfg.batch_size}")
@@ -573,13 +582,14 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
 
 
 def train_trl(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
-              peft_config=None, grpo_args: Optional[Dict] = None) -> List[Dict]:
+              peft_config=None, grpo_args: Optional[Dict] = None, judge=None) -> List[Dict]:
     """Train with TRL as ``claw_lib.rl.ppo.train(cfg, out_dir)`` trains with the kit's loop; returns
     the per-step metrics (step 0: the evaluation before training), also written to ``out_dir``
     (``metrics.jsonl``, ``metrics.csv``, ``config.json``, and ``engine.json`` with TRL's settings) by
-    the main process. Launch with ``accelerate launch`` for several processes (docs/trl.md)."""
+    the main process. Launch with ``accelerate launch`` for several processes (docs/trl.md). judge: as
+    :func:`make_trainer`'s."""
     trainer = make_trainer(cfg, out_dir, num_generations=num_generations, teacher=teacher, peft_config=peft_config,
-                           grpo_args=grpo_args)
+                           grpo_args=grpo_args, judge=judge)
     trainer.train()
     if out_dir and trainer.accelerator.is_main_process:  # PEFT's adapter in PEFT's format: RUN/adapter
         save_run_adapter(trainer.accelerator.unwrap_model(trainer.model), out_dir)

@@ -59,6 +59,7 @@ from ..signals.opd import (
     binary_rl_advantages,
     clipped_topk_opd,
     combined_advantages,
+    failed_share,
     generalized_jsd,
     judge_turn,
     opd_advantages,
@@ -106,6 +107,9 @@ METRICS = {
                     "turn has a hint)",
     "opd/worst_gap_mean": "OPD, hinted responses: the mean over responses of their most negative gap (nats)",
     "opd/teacher_mass": "OPD, hinted responses: mean probability the hinted teacher gives the student's own tokens",
+    "judge/failed_share": "with an LLM judge (opd.judge, claw train --judge): share of its votes (Binary RL votes and "
+                          "hint votes) that failed: no valid \\boxed{} (an answer cut off or unparseable, an endpoint "
+                          "that did not answer); a turn whose votes all fail scores 0 and gives no hint",
     "timing/rollout_s": "seconds spent sampling, scoring the samples' log-probs and collecting the user's replies",
     "timing/score_s": "seconds spent judging and computing the per-token signals",
     "timing/update_s": "seconds spent on advantages and the PPO update",
@@ -419,6 +423,8 @@ def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
                "reward/token_std": float(v.std()) if v.numel() > 1 else 0.0,
                "reward/positive_share": float((v > 0).float().mean()) if v.numel() else 0.0,
                "reward/negative_share": float((v < 0).float().mean()) if v.numel() else 0.0, **health}
+    if scorer.judge is not None and judged:  # an LLM judge's votes can fail: counted, never a crash
+        metrics["judge/failed_share"] = failed_share(judged)
     return Signals(A, M, hints, teacher_batch, metrics, judged)
 
 

@@ -41,7 +41,7 @@ from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_re
 from .strategies import check as _check
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
-           "TRL_RUN_FILES", "RunFolderTaken"]
+           "TRL_RUN_FILES", "RunFolderTaken", "check_judge"]
 
 
 def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig, out: Optional[Path] = None, step: int = 0) -> Dict[str, float]:
@@ -53,8 +53,14 @@ def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig, out: Optional[Path] =
     return {"eval/score": by.pop("all"), **{f"eval/score/{name}": v for name, v in by.items()}}
 
 
-def train(cfg: PPOConfig, out_dir=None, stop_after: Optional[int] = None, force: bool = False) -> List[Dict]:
+def train(cfg: PPOConfig, out_dir=None, stop_after: Optional[int] = None, force: bool = False,
+          judge=None) -> List[Dict]:
     """Run PPO; returns the list of per-step metric dicts (also written to ``out_dir``).
+
+    judge: the next-state judge of Binary RL and OPD (``votes`` / ``hint_votes``, as
+    :class:`~claw_lib.signals.judges.LLMJudge`); None: the rule judge. The one ``cfg.opd.judge`` names is built by
+    :func:`claw_lib.apps.train_judge.training_judge` (``claw train --judge`` does it), which sits above the loop
+    in the package's layers; a config that names a judge without one passed is refused.
 
     ``out_dir`` is locked while the run writes to it. A folder that holds a run with the same
     settings (``steps`` aside, so a run can be extended) is resumed from its checkpoint; one that
@@ -66,11 +72,20 @@ def train(cfg: PPOConfig, out_dir=None, stop_after: Optional[int] = None, force:
     from ..utils import OutputFolder
 
     validate(cfg)
+    check_judge(cfg, judge)
     if out_dir is None:
-        return _train(_Run.start(cfg, None, False, False), stop_after)
+        return _train(_Run.start(cfg, None, False, False, judge), stop_after)
     folder = OutputFolder.claim(out_dir, "train", force, "training output", names=_RUN_FILES, legacy=_legacy_run_files)
     with folder.locked(force):  # checked again under the lock; stale temporary files of a killed run removed
-        return _train(_Run.start(cfg, folder, True, force), stop_after)
+        return _train(_Run.start(cfg, folder, True, force, judge), stop_after)
+
+
+def check_judge(cfg: PPOConfig, judge) -> None:
+    """Refuse (ValueError) a config that names a judge (``opd.judge``) when no judge object is passed: the run would
+    silently fall back to the rule judge while its config.json names another."""
+    if judge is None and cfg.opd.judge.strip() != "rule":
+        raise ValueError(f"opd.judge {cfg.opd.judge!r} needs the judge itself: build it with "
+                         "claw_lib.apps.train_judge.training_judge(cfg) and pass judge= (claw train --judge does)")
 
 
 def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
@@ -155,8 +170,9 @@ class _Run:
     """the step of the last checkpoint written (0: none yet)"""
 
     @classmethod
-    def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool) -> "_Run":
-        """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None."""
+    def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool, judge=None) -> "_Run":
+        """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None; ``judge``: the
+        next-state judge (None: the rule judge)."""
         from ..models.lm import load_causal_lm
         from ..toy.envs import make_env
         from ..utils import resolve_device, set_threads
@@ -182,8 +198,9 @@ class _Run:
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
         env = make_env(cfg.task, cfg.seed, tok)
         eval_env = make_env(cfg.task, 10_000 + cfg.seed, tok, env.world, evaluation=True)
-        run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts),
-                  Scorer.for_run(cfg, policy, ref, tok), out, [], 0)
+        scorer = Scorer.for_run(cfg, policy, ref, tok)
+        scorer.judge = judge
+        run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts), scorer, out, [], 0)
         from .fit import check_fits  # before anything is written: positions, top-k, a step's memory
 
         check_fits(cfg, policy, tok, run.eval_tasks, make_env(cfg.task, cfg.seed, tok, env.world).sample(cfg.batch_size),

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -32,12 +32,13 @@ import torch.nn.functional as F
 
 from ..config import OPDConfig
 from ..models.lm import encode, ids_logprobs, pad_token_id
-from .judges import HintVote, RuleJudge, Vote, hint_candidates, majority_vote, select_hint
+from .judges import (HINT_DECISIONS, HintVote, RuleJudge, Vote, hint_candidates, majority_vote, parse_boxed,
+                     select_hint)
 
 __all__ = [
     "TurnSignal", "judge_turn", "opd_advantages", "binary_rl_advantages", "combined_advantages", "frozen_teacher",
     "topk_reverse_kl", "clipped_topk_opd", "overlap_choice", "topk_overlap", "generalized_jsd", "token_logprobs", "dispatch", "explain_turn",
-    "drift_controls", "contrast_gap", "unrelated_hint", "UNRELATED_HINTS", "teacher_temperature",
+    "drift_controls", "contrast_gap", "unrelated_hint", "UNRELATED_HINTS", "teacher_temperature", "failed_share",
 ]
 
 @dataclass
@@ -53,6 +54,21 @@ class TurnSignal:
     def kind(self) -> str:
         """The combined dispatch: "both", "opd", "rl" or "none" (no sample)."""
         return dispatch(self.score, self.hint)
+
+    @property
+    def failed_votes(self) -> Tuple[int, int]:
+        """(failed, all) votes of both judges: a Binary RL vote without a valid ``\\boxed{}`` (score None) and a hint
+        vote without a valid decision box (an answer cut off before its box, an unreachable endpoint: text "")."""
+        bad = sum(v.score is None for v in self.votes) + sum(parse_boxed(v.text, HINT_DECISIONS) is None
+                                                              for v in self.hint_votes)
+        return bad, len(self.votes) + len(self.hint_votes)
+
+
+def failed_share(turns: Sequence[TurnSignal]) -> float:
+    """The share of failed votes over the judged turns (:attr:`TurnSignal.failed_votes`; no vote: 0.0), the
+    ``judge/failed_share`` metric of a run with an LLM judge."""
+    bad, total = (sum(x) for x in zip(*(t.failed_votes for t in turns))) if turns else (0, 0)
+    return bad / total if total else 0.0
 
 
 def dispatch(score: int, hint: Optional[str]) -> str:
