@@ -18,7 +18,11 @@ DRIFT = {"二元": "二值", "本套件": "工具包", "本套教程": "工具�
          "老师减学生": "教师 / 学生", "读提示的老师": "教师 / 学生", "“教师型”": "老师型用户", "用户是“教师”": "老师型用户",
          "带提示的学生": "学生型用户",
          # the planted misconception has one name
-         "预埋的误解": "植入的误解", "预置的误解": "植入的误解", "植入的错误认知": "植入的误解"}
+         "预埋的误解": "植入的误解", "预置的误解": "植入的误解", "植入的错误认知": "植入的误解",
+         # the surrogate is clipped (裁剪, PPO's ratio); a number bounded to a range is 截断 (docs/glossary.md)
+         "截断代理目标": "裁剪代理目标", "正向 KL": "前向 KL",
+         # the users are 学生型用户 / 老师型用户, never bare 学生 / 老师 (those are the OPD student and teacher)
+         "学生比老师": "学生型用户"}
 #: a list item that names a user as bare 学生： / 老师： (the users are 学生型用户 / 老师型用户)
 BARE_USER = re.compile(r"^\s*(?:[-*]|\d+\.)?\s*(?:\*\*)?(?:学生|老师)(?:\*\*)?：", re.M)
 #: quotations of the seed article: its title, its own word, and (in the seed map) its section headings
@@ -45,7 +49,9 @@ def test_the_glossary_has_a_row_for_each_term_the_lessons_use():
     rows = [line for line in (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
     first = {line.split("|")[1].strip() for line in rows}
     for term in ("GRPO", "GAE", "PRM", "persona", "hybrid", "OPD-only", "dense / sparse hints", "planted misconception",
-                 "steps until stable", "binary reward (the article's token rule)", "Binary RL (OpenClaw-RL)"):
+                 "steps until stable", "binary reward (the article's token rule)", "Binary RL (OpenClaw-RL)",
+                 "KL (forward / reverse)", "clip, clipped surrogate", "broadcast", "top-k overlap", "TA (teaching assistant)",
+                 "joint / separate optimisation", "user turn, step, session", "paired difference, s.e.; clear / within noise"):
         assert term in first, term
     grpo = next(line for line in rows if line.startswith("| GRPO |"))
     assert 'advantage="grpo"' in grpo and "no group baseline" in grpo
