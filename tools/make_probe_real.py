@@ -73,10 +73,12 @@ def load_model(folder: str):
     return model, tok
 
 
-def generate_batch(model, tok, users: list, temperature: float, max_new: int, seed: int) -> list:
-    """[(text, n_new_tokens, finished)] for a batch of user messages; finished = the model emitted its EOS."""
+def generate_batch(model, tok, users: list, temperature: float, max_new: int, seed: int, system: str = "") -> list:
+    """[(text, n_new_tokens, finished)] for a batch of user messages; finished = the model emitted its EOS. An empty
+    ``system`` keeps the chat template's default system message."""
     import torch
-    prompts = [tok.apply_chat_template([{"role": "user", "content": u}], tokenize=False,
+    head = [{"role": "system", "content": system}] if system else []
+    prompts = [tok.apply_chat_template(head + [{"role": "user", "content": u}], tokenize=False,
                                        add_generation_prompt=True) for u in users]
     enc = tok(prompts, return_tensors="pt", padding=True)
     kw = dict(do_sample=True, temperature=temperature, top_p=1.0, top_k=0) if temperature > 0 else \
@@ -94,38 +96,61 @@ def generate_batch(model, tok, users: list, temperature: float, max_new: int, se
     return res
 
 
+def _shown(path: Path) -> str:
+    """A path relative to the repository root where it is inside it, else as given."""
+    full = path.resolve()
+    return str(full.relative_to(ROOT)) if full.is_relative_to(ROOT) else str(path)
+
+
+def write_meta(dest: Path, args, qfile: Path, instruction: dict, decoding: str, n: int, seconds: float) -> None:
+    """The run's settings and versions, beside its generations (``<dest>.meta.json``)."""
+    import torch
+    import transformers
+    meta = {"model": MODEL_NAME, "model_folder": args.model, "decoding": decoding, "seed": args.seed,
+            "max_new_tokens": args.max_new_tokens, "batch": args.batch, "threads": 1, "questions": _shown(qfile),
+            "system": args.system or "the chat template's default", "instruction": instruction, "n": n,
+            "seconds": round(seconds, 1), "torch": torch.__version__, "transformers": transformers.__version__,
+            "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
+    dest.with_suffix(".meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", "utf-8")
+
+
 def cmd_generate(args) -> None:
-    """Answer every question; write results/probe_real/generations[-tag].jsonl and a .meta.json beside it."""
+    """Answer every question; write results/probe_real/generations[-tag].jsonl and a .meta.json beside it. Answers
+    are appended batch by batch to ``<dest>.part`` (readable while the run goes on), which becomes ``dest``, in
+    question order, at the end."""
     dest = RAW / (f"generations-{args.tag}.jsonl" if args.tag else "generations.jsonl")
-    if dest.exists():
-        fail(f"{dest} exists; the generations are the provenance and are never overwritten (use --tag)")
+    part = dest.with_name(dest.name + ".part")
+    if dest.exists() or part.exists():
+        fail(f"{dest} (or .part) exists; the generations are the provenance and are never overwritten (use --tag)")
+    qfile = Path(args.questions)
+    if not qfile.is_file():
+        fail(f"question file {str(qfile)!r} not found")
+    qs = read_questions(qfile)
+    instruction = {"zh": args.instruction_zh, "en": args.instruction_en}
     model, tok = load_model(args.model)
-    qs = read_questions(RAW / "questions.tsv")
     order = sorted(range(len(qs)), key=lambda i: (qs[i][0], len(qs[i][1])))
     decoding = "greedy" if args.temperature <= 0 else \
         f"sampled, temperature {args.temperature}, top_p 1.0, top_k off, seed {args.seed}"
     rows, t0 = {}, time.time()
-    for b in range(0, len(order), args.batch):
-        idx = order[b:b + args.batch]
-        users = [f"{qs[i][1]}{'' if qs[i][0] == 'zh' else ' '}{INSTRUCTION[qs[i][0]]}" for i in idx]
-        for i, u, (text, n, fin) in zip(idx, users, generate_batch(model, tok, users, args.temperature,
-                                                                    args.max_new_tokens, args.seed + b)):
-            rows[i] = {"gid": f"g{args.tag or ''}-{i:03d}", "lang": qs[i][0], "question": qs[i][1], "user": u,
-                       "decoding": decoding, "output": text, "n_new_tokens": n, "finished": fin}
-        print(f"{time.strftime('%H:%M:%S')} {min(b + args.batch, len(order))}/{len(order)} "
-              f"{time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+    with open(part, "w", encoding="utf-8") as f:
+        for b in range(0, len(order), args.batch):
+            idx = order[b:b + args.batch]
+            users = [f"{qs[i][1]}{'' if qs[i][0] == 'zh' else ' '}{instruction[qs[i][0]]}".strip() for i in idx]
+            for i, u, (text, n, fin) in zip(idx, users, generate_batch(model, tok, users, args.temperature,
+                                                                        args.max_new_tokens, args.seed + b,
+                                                                        args.system)):
+                rows[i] = {"gid": f"g{args.tag or ''}-{i:03d}", "lang": qs[i][0], "question": qs[i][1],
+                           "user": u, "decoding": decoding, "output": text, "n_new_tokens": n, "finished": fin}
+                f.write(json.dumps(rows[i], ensure_ascii=False) + "\n")
+            f.flush()
+            print(f"{time.strftime('%H:%M:%S')} {min(b + args.batch, len(order))}/{len(order)} "
+                  f"{time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     with open(dest, "w", encoding="utf-8") as f:
         for i in sorted(rows):
             f.write(json.dumps(rows[i], ensure_ascii=False) + "\n")
-    import torch
-    import transformers
-    meta = {"model": MODEL_NAME, "model_folder": args.model, "decoding": decoding, "seed": args.seed,
-            "max_new_tokens": args.max_new_tokens, "batch": args.batch, "threads": 1,
-            "system": "the chat template's default", "instruction": INSTRUCTION, "n": len(rows),
-            "seconds": round(time.time() - t0, 1), "torch": torch.__version__,
-            "transformers": transformers.__version__, "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
-    dest.with_suffix(".meta.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    print(f"wrote {dest} ({len(rows)} answers, {meta['seconds']} s)", file=sys.stderr)
+    part.unlink()
+    write_meta(dest, args, qfile, instruction, decoding, len(rows), time.time() - t0)
+    print(f"wrote {dest} ({len(rows)} answers, {time.time() - t0:.0f} s)", file=sys.stderr)
 
 
 def locate(output: str, quote) -> list:
@@ -228,6 +253,10 @@ def main(argv=None) -> None:
     g.add_argument("--batch", type=int, default=16)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--tag", default="", help="suffix of the output file, e.g. s1 for a sampled run")
+    g.add_argument("--questions", default=str(RAW / "questions.tsv"), help="lang<TAB>question lines")
+    g.add_argument("--system", default="", help="system message (default: the chat template's own)")
+    g.add_argument("--instruction-zh", default=INSTRUCTION["zh"], help="appended to each zh question")
+    g.add_argument("--instruction-en", default=INSTRUCTION["en"], help="appended to each en question")
     sub.add_parser("build", help="labels -> data/probe_real.jsonl")
     args = ap.parse_args(argv)
     cmd_generate(args) if args.cmd == "generate" else cmd_build(args)
