@@ -29,7 +29,7 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
-           "ENGINES"]
+           "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES"]
 
 
 class SettingError(ValueError):
@@ -46,6 +46,8 @@ class SettingError(ValueError):
 
 #: token-reward strategies of :func:`claw_lib.signals.rewards.token_rewards`
 REWARD_STRATEGIES = ("binary", "continuous", "perplexity", "sentence")
+#: the token-reward strategies that read an alignment (the encoder's); perplexity reads a judge LM instead
+ALIGNMENT_STRATEGIES = ("binary", "continuous", "sentence")
 #: what the PPO loop can train on: the alignment rewards and OpenClaw-RL's signals
 PPO_STRATEGIES = ("sentence", "binary", "continuous", "perplexity", "binary_rl", "opd", "opd_kl", "combined")
 #: the toy world's simulated users (:mod:`claw_lib.toy.users`); "tool" asks for calls of the lookup tool,
@@ -79,6 +81,8 @@ CHAIN_REWARDS = ("outcome", "outcome+prm")
 HINT_SELECTIONS = ("longest", "shortest", "overlap")
 #: what counts as an alternative the correction brings (``RewardConfig.alternatives``)
 ALTERNATIVES = ("none", "exact", "all")
+#: the OPD gap's control (``OPDConfig.contrast``): none, or the teacher that read an unrelated follow-up
+CONTRASTS = ("none", "unrelated")
 #: the two training engines (``claw train --engine``, a grid's ``engines``): the kit's loop and TRL's GRPOTrainer
 ENGINES = ("kit", "trl")
 
@@ -625,7 +629,7 @@ CHOICES: Dict[str, Tuple] = {
     "strategy": PPO_STRATEGIES, "task.user": USERS, "advantage": ADVANTAGES, "loss.distill": DISTILL_LOSSES,
     "subtokens": SUBTOKEN_MODES, "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": KL_ESTIMATORS,
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
-    "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": ("none", "unrelated"),
+    "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS,
 }
 

@@ -1,7 +1,8 @@
 """The package's shape (issue 33): imports run one way down the layers, no import circle, short functions (the
 few that remain are listed below with their reason, and may only shrink).
 
-Read with ``ast`` from the source (nothing is imported). Every import counts, a function-level one too, except those
+Read with ``ast`` from the source (nothing is imported but the vocabulary: ``config`` and ``rl.strategies``, both
+torch-free). Every import counts, a function-level one too, except those
 inside a module's ``__getattr__``: that is how a moved name stays importable from its old module (``claw_lib.rl.ppo``
 re-exports the run's names from ``claw_lib.rl.run``, ``claw_lib.signals.reward_model`` re-exports ``world_rows``).
 """
@@ -141,3 +142,59 @@ def test_no_function_over_60_lines():
     grown = {k: (KNOWN_LONG[k], v) for k, v in found.items() if k in KNOWN_LONG and v > KNOWN_LONG[k]}
     assert not new, f"functions over {MAX_LINES} lines: {new}"
     assert not grown, f"known long functions that grew (was, now): {grown}"
+
+
+#: literals that restate an enumeration (:func:`_vocabularies`) outside config.py and rl/strategies.py, with why they
+#: wait (shrink; never grow); an entry whose file is not in this checkout is skipped
+KNOWN_COPIES = {
+    "models/lm.py:DTYPES": "models/ is another task's; lm.DTYPES should be `from ..config import DTYPES`",
+    "serve/config.py:rl.strategies.JUDGED_STRATEGIES": "serve/ is another task's; SERVE_STRATEGIES should be "
+                                                      "rl.strategies.JUDGED_STRATEGIES",
+    "signals/reviser.py:ALIGNMENT_STRATEGIES": "being rewritten by another task; should read "
+                                               "config.ALIGNMENT_STRATEGIES",
+}
+#: files whose string tuples are data, not the vocabulary: the committed grids' settings (which strategies, users
+#: and engines a grid ran must not change when a choice is added)
+NOT_VOCABULARY = ("config.py", "rl/strategies.py", "rl/grids.py")
+
+
+def _vocabularies() -> dict:
+    """Every enumeration, by its set of names -> where it is defined: the tuples of config.py (``PPO_STRATEGIES``,
+    ``USERS``, ...), the choices of ``config.CHOICES`` and the sets the strategy table gives (torch-free imports)."""
+    from claw_lib import config
+    from claw_lib.rl import strategies
+
+    named = [(n, getattr(config, n)) for n in dir(config) if n.isupper()]
+    named += [(k, tuple(c for c in v if c is not None)) for k, v in config.CHOICES.items()]
+    named += [(f"rl.strategies.{n}", getattr(strategies, n)) for n in ("TRL_STRATEGIES", "JUDGED_STRATEGIES")]
+    vocab = {}
+    for name, v in named:
+        if isinstance(v, tuple) and len(v) >= 2 and all(isinstance(x, str) for x in v):
+            vocab.setdefault(frozenset(v), name)
+    return vocab
+
+
+def test_no_enumeration_is_spelt_out_twice():
+    """A tuple, list or set of two or more names that equals an enumeration is a copy of it: import it instead
+    (CONTRIBUTING.md, "Every enumeration once"). A subset is not a copy (the TRL engine's advantages)."""
+    vocab, found = _vocabularies(), {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in NOT_VOCABULARY:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) >= 2 and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+                name = vocab.get(frozenset(e.value for e in node.elts))
+                if name:
+                    found[f"{rel}:{name}"] = node.lineno
+    new = {k: v for k, v in found.items() if k not in KNOWN_COPIES}
+    assert not new, f"enumerations spelt out again (file:enumeration -> line): {new}"
+    stale = {k for k in KNOWN_COPIES if k not in found and (ROOT / k.split(":")[0]).exists()}
+    assert not stale, f"fixed, remove from KNOWN_COPIES: {sorted(stale)}"
+
+
+def test_the_copy_check_sees_a_copy():
+    vocab = _vocabularies()
+    assert vocab[frozenset(("frozen", "live"))] == "TEACHERS" and frozenset(("opd", "combined")) not in vocab
+    assert vocab[frozenset(("binary_rl", "opd", "combined"))] == "rl.strategies.JUDGED_STRATEGIES"

@@ -353,6 +353,8 @@ def _add_rewards(p: argparse.ArgumentParser) -> None:
 
 
 def _add_opd(p: argparse.ArgumentParser) -> None:
+    from ..signals.judges import ROLES
+
     p.add_argument("--prompt",
                    help="the user's question, or a whole prompt in one of the kit's forms (e.g. '问：...答：'; with a "
                         "chat model the form's text is kept inside the user turn)")
@@ -363,7 +365,7 @@ def _add_opd(p: argparse.ArgumentParser) -> None:
                         "is loaded once; one JSON line per input line")
     p.add_argument("--out", metavar="FILE", help="batch mode: write JSON lines here (default stdout); never the input")
     p.add_argument("--force", action="store_true", help="batch mode: replace an existing --out file")
-    p.add_argument("--role", default="user", choices=["user", "tool"], help="who wrote the next state")
+    p.add_argument("--role", default=ROLES[0], choices=ROLES, help="who wrote the next state")
     add_flags(p, OPD_FLAGS, help={"--model": "'tiny' or a HF causal LM name/path (policy and teacher)"})
     p.add_argument("--combined", action="store_true", help="add the Binary RL score (w_rl * r + w_opd * OPD)")
     p.add_argument("--json", action="store_true")

@@ -17,7 +17,8 @@ import io
 from typing import Optional
 
 from ..alignment.texts import TextAlignment
-from ..config import AlignConfig, RewardConfig
+from ..config import REWARD_STRATEGIES, AlignConfig, RewardConfig
+from ..models.offline import E5_NAMES, MINILM_NAMES
 from ..signals.rewards import token_rewards
 from .viz import alignment_html, plot_cost_matrix, reward_html
 
@@ -82,17 +83,16 @@ def report_html(output: str, correction: str, strategy: str = "binary", config: 
 class AlignmentExplorer:
     """The ipywidgets app; ``.widget`` is the VBox to display, ``.update()`` recomputes."""
 
-    def __init__(self, output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, encoder: str = "e5",
-                 strategy: str = "binary", threshold: float = 0.3):
+    def __init__(self, output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, encoder: str = AlignConfig.encoder,
+                 strategy: str = "binary", threshold: float = AlignConfig.match_threshold):
         import ipywidgets as W
 
         self.W = W
         lay = W.Layout(width="95%")
         self.output = W.Text(value=output, description="output", continuous_update=False, layout=lay)
         self.correction = W.Text(value=correction, description="correction", continuous_update=False, layout=lay)
-        self.encoder = W.Dropdown(options=["e5", "minilm"], value=encoder, description="encoder")
-        self.strategy = W.Dropdown(options=["binary", "continuous", "sentence", "perplexity"], value=strategy,
-                                   description="strategy")
+        self.encoder = W.Dropdown(options=[E5_NAMES[0], MINILM_NAMES[0]], value=encoder, description="encoder")
+        self.strategy = W.Dropdown(options=list(REWARD_STRATEGIES), value=strategy, description="strategy")
         self.threshold = W.FloatSlider(value=threshold, min=0.0, max=1.0, step=0.05, description="threshold",
                                        continuous_update=False)
         self.tokens = W.HTML()

@@ -83,7 +83,7 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
     raise ImportError("claw_lib.integrations.trl needs TRL and accelerate: "
                       "pip install 'trl==1.16.*' 'accelerate>=1.0' (or the kit's dev extra)") from e
 
-from ..config import PPOConfig, override
+from ..config import TEACHERS, PPOConfig, override
 from ..models.lm import pack, pad_token_id, peak_memory_gib
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
 from ..models.lora import has_lora
@@ -101,7 +101,7 @@ from ..rl.ppo import (
 )
 from ..rl.run import _check_finite, _write_metrics, check_judge, eval_tokens
 from ..rl.samples import append_records, evaluate_recorded, rollout_records
-from ..rl.strategies import STRATEGY_TABLE, plan
+from ..rl.strategies import TRL_STRATEGIES, plan
 from ..signals.opd import frozen_teacher
 from ..toy.users import Feedback, Task
 from ..utils import atomic_write, set_threads
@@ -109,10 +109,9 @@ from ..utils import atomic_write, set_threads
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
            "train_trl", "step_parts", "merge_step_metrics"]
 
-#: the signals the TRL engine trains on (the rows of :data:`claw_lib.rl.strategies.STRATEGY_TABLE` without a
-#: ``trl`` refusal; ``opd_kl`` is a distillation loss, not an advantage)
-SIGNALS = ("binary_rl", "opd", "combined", "binary", "continuous", "sentence", "perplexity")
-assert set(SIGNALS) == {n for n, s in STRATEGY_TABLE.items() if s.trl is None}
+#: the signals the TRL engine trains on (:data:`claw_lib.rl.strategies.TRL_STRATEGIES`: the rows without a ``trl``
+#: refusal; ``opd_kl`` is a distillation loss, not an advantage)
+SIGNALS = TRL_STRATEGIES
 #: the kit's loss aggregation -> the TRL loss_type that computes it (see the module docstring)
 LOSS_TYPES = {"sample_mean": "grpo", "token_mean": "dapo"}
 
@@ -235,8 +234,8 @@ class ClawGRPOTrainer(GRPOTrainer):
         if cfg.advantage not in ("direct", "grpo"):
             raise ValueError(f"the TRL engine supports advantage 'direct' and 'grpo', got {cfg.advantage!r} "
                              "(gae needs the kit's value head: use claw_lib.rl.ppo.train)")
-        if teacher not in ("frozen", "live"):
-            raise ValueError(f"teacher must be 'frozen' or 'live', got {teacher!r}")
+        if teacher not in TEACHERS:
+            raise ValueError(f"teacher must be {' or '.join(map(repr, TEACHERS))}, got {teacher!r}")
         agg = p.loss.loss_agg
         if args.loss_type != LOSS_TYPES[agg]:
             raise ValueError(f"{cfg.strategy} aggregates the loss as {agg!r}, which is TRL's loss_type="

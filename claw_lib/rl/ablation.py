@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .grids import ORDERING, PAPER, PAPER_SETTINGS, STRATEGIES
+from .strategies import JUDGED_STRATEGIES
 
 __all__ = ["summarise", "plot_curves", "markdown_table", "steps_to_target", "paired",
            "ordering_report", "engine_report", "load_results", "steps_to_stable", "report_text",
@@ -335,7 +336,7 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
         ys = np.array([[v for _, v in r] for r in runs])
         m, sd = ys.mean(0), ys.std(0)
         c = f"C{list(STRATEGIES).index(strat) % 10}" if strat in STRATEGIES else None  # one colour per strategy
-        ax.plot(steps, m, label=strat, color=c, lw=2 if strat in ("combined", "opd", "binary_rl") else 1)
+        ax.plot(steps, m, label=strat, color=c, lw=2 if strat in JUDGED_STRATEGIES else 1)
         ax.fill_between(steps, m - sd, m + sd, color=c, alpha=0.15)
     ax.set_xlabel("PPO step"); ax.set_ylabel("eval score (greedy)"); ax.set_ylim(0, 1.02)
     ax.set_title(f"user: {user}"); ax.legend(fontsize=7, ncol=2)

@@ -32,9 +32,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Optional
 
-from ..config import DISTILL_LOSSES, LOSS_AGGREGATIONS, PPO_STRATEGIES, LossConfig, PPOConfig
+from ..config import (
+    ALIGNMENT_STRATEGIES,
+    DISTILL_LOSSES,
+    LOSS_AGGREGATIONS,
+    PPO_STRATEGIES,
+    REWARD_STRATEGIES,
+    LossConfig,
+    PPOConfig,
+)
 
-__all__ = ["Strategy", "STRATEGY_TABLE", "LOSS_FAMILIES", "Plan", "plan", "check"]
+__all__ = ["Strategy", "STRATEGY_TABLE", "LOSS_FAMILIES", "TRL_STRATEGIES", "JUDGED_STRATEGIES", "Plan", "plan",
+           "check"]
 
 #: how the update turns a minibatch into a loss (one function each in :mod:`claw_lib.rl.ppo`): "surrogate" (the
 #: clipped surrogate on the advantages), "distill" (a divergence to the hinted teacher: forward KL or top-K
@@ -85,6 +94,14 @@ STRATEGY_TABLE: Dict[str, Strategy] = {s.name: s for s in (
     Strategy("combined", "openclaw", turn="vote+gap", hint=True),
 )}
 assert tuple(STRATEGY_TABLE) == PPO_STRATEGIES
+assert {n for n, s in STRATEGY_TABLE.items() if s.signal == "token_reward"} == set(REWARD_STRATEGIES)
+assert {n for n, s in STRATEGY_TABLE.items() if s.encoder} == set(ALIGNMENT_STRATEGIES)
+
+#: the strategies the TRL engine trains (the rows without a ``trl`` refusal)
+TRL_STRATEGIES = tuple(n for n, s in STRATEGY_TABLE.items() if s.trl is None)
+#: the strategies whose judge reads the next state into an advantage (OpenClaw-RL's Binary RL, OPD and combined;
+#: not ``opd_kl``, a distillation loss): what the live server trains, drawn thicker in the grids' curves
+JUDGED_STRATEGIES = tuple(n for n, s in STRATEGY_TABLE.items() if s.signal == "openclaw" and not s.distillation)
 
 
 @dataclass(frozen=True)

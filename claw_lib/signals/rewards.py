@@ -56,7 +56,6 @@ __all__ = ["TokenRewards", "token_rewards", "evidence_rewards", "omitted_at", "f
 ARTICLE_RULES = {"evidence": False, "exact": False, "neutral_band": 0.0, "reorder": False, "keep_context": False,
                  "alternatives": "none", "elaboration": False, "rewrite_share": 0.0, "local": False, "quotes": False,
                  "polarity": False, "swaps": False, "premise": False}
-_ALTERNATIVES = ("none", "exact", "all")
 
 
 @dataclass
@@ -114,8 +113,6 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     validate(cfg, "reward.")  # the library refuses what the command line refuses (a NaN constant, a bad range)
     _check_judge_args(strategy, cfg, judge, response_ids, output)
     warn_language_mismatch(output, correction)
-    if cfg.alternatives not in _ALTERNATIVES:
-        raise ValueError(f"RewardConfig.alternatives must be one of {_ALTERNATIVES}, got {cfg.alternatives!r}")
     tokens = tokenize(output, cfg.align.max_chars)
     check_text(correction, cfg.align.max_chars)
     n = len(tokens)

@@ -28,6 +28,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
+from ..config import CHAIN_REWARDS
 from ..prompts import build_prompt
 from .tools import TOOL_ALIASES, ToolFact
 from .users import FactEnv, Task
@@ -35,8 +36,6 @@ from .world import RELATIONS, Fact
 
 __all__ = ["ToolChain", "ChainStep", "ChainEnv", "chain_rewards", "episode_outcomes", "episode_success", "CHAIN_REWARDS", "CHAIN_LENGTHS"]
 
-#: ``TaskConfig.chain_reward``: the outcome on every step, or the outcome plus the step's process vote
-CHAIN_REWARDS = ("outcome", "outcome+prm")
 #: how many lookups an episode needs (drawn uniformly)
 CHAIN_LENGTHS = (2, 3, 4)
 

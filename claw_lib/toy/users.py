@@ -25,6 +25,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from ..config import QUESTION_KINDS
 from ..prompts import build_prompt
 from ..text.phrases import ASIDES, CORRECTION_LEADS, STYLE_HINTS, STYLE_THANKS, THANKS, VAGUE_REPLIES, with_lead
 from .env import Feedback, Task
@@ -248,8 +249,8 @@ class FactEnv:
                  relations=("capital",), langs=("zh", "en"), misconception_share: float = 0.5,
                  seed: int = 0, tokenizer=None, questions: str = "single", p_vague: Optional[float] = None,
                  form: str = "kit"):
-        if questions not in ("single", "pair"):
-            raise ValueError(f"questions must be 'single' or 'pair', got {questions!r}")
+        if questions not in QUESTION_KINDS:
+            raise ValueError(f"questions must be {' or '.join(map(repr, QUESTION_KINDS))}, got {questions!r}")
         if questions == "pair" and user != "correcting":
             raise ValueError("two-part questions are asked by the correcting user only")
         self.world = world or FactWorld()
