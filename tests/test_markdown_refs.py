@@ -1,4 +1,4 @@
-"""Every file path, config attribute and claw_lib name quoted in the READMEs, docs/*.md and the notebooks' markdown
+"""Every file path, config attribute and claw_lib name quoted in the kit's Markdown pages and the notebooks' markdown
 resolves: a learner who copies `PPOConfig.omissions` or `results/probe_v2.md` gets an error, so the page must not say
 it (review-teaching-3 §2 items 17 and 19)."""
 import dataclasses
@@ -10,8 +10,11 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "README.zh-CN.md"] + sorted((ROOT / "docs").glob("*.md")) + \
-    sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+#: every Markdown page of the kit (the READMEs, CONTRIBUTING, docs, the tests' map, every report under results/ and
+#: benchmarks/) and every notebook
+PAGES = [ROOT / "README.md", ROOT / "README.zh-CN.md", ROOT / "CONTRIBUTING.md", ROOT / "tests" / "README.md"] + \
+    sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "results").rglob("*.md")) + \
+    sorted((ROOT / "benchmarks").rglob("*.md")) + sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 SPAN = re.compile(r"`([^`\n]+)`")
 #: the kit's own top-level folders: a path that starts with one of them is the kit's (upstream's paths are not checked)
 TOP = ("results/", "data/", "docs/", "tools/", "tests/", "claw_lib/", "notebooks/", "benchmarks/")
@@ -30,14 +33,39 @@ NOT_THE_KITS = {"docs/paper_index.md": "a file of maoumao34-design/OpenClaw-RL (
 PLAN = re.compile(r"^- \*\*Plan as first written\*\*.*?(?=^- \*\*|^#|\Z)", re.M | re.S)
 
 
-def spans(path: Path):
+#: a Markdown link's target, and a kit path written in plain prose (outside backticks and links)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+BARE = re.compile(r"(?<![\w/.\-`])((?:\.\./)?(?:%s)[\w./*+-]*[\w*])" % "|".join(re.escape(t) for t in TOP))
+
+
+def texts(path: Path):
+    """The prose of a page: a Markdown file without its plans as first written, or a notebook's markdown cells; code
+    blocks are commands, checked by running them."""
     if path.suffix == ".md":
-        texts = [PLAN.sub("", path.read_text(encoding="utf-8"))]
+        raw = [PLAN.sub("", path.read_text(encoding="utf-8"))]
     else:
-        texts = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
-    for text in texts:
-        text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks are commands, checked by running them
+        raw = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    return [re.sub(r"```.*?```", "", text, flags=re.S) for text in raw]
+
+
+def spans(path: Path):
+    for text in texts(path):
         yield from (m.group(1).strip() for m in SPAN.finditer(text))
+
+
+def bad_links(page: Path):
+    """Link targets (relative to the page) and plain-prose kit paths that do not exist."""
+    bad = []
+    for text in texts(page):
+        for m in LINK.finditer(text):
+            ref = m.group(1)
+            if not ref.startswith(("http://", "https://", "#", "mailto:")) and \
+                    not (page.parent / ref.split("#")[0]).exists():
+                bad.append(ref)
+        prose = LINK.sub("]", re.sub(r"`[^`]*`", "", text))
+        bad += [ref for ref in (m.group(1) for m in BARE.finditer(prose))
+                if ref not in NOT_THE_KITS and not path_ok(page, ref)]
+    return bad
 
 
 def path_ok(page: Path, ref: str) -> bool:
@@ -102,6 +130,20 @@ def test_the_checker_catches_what_the_review_found(tmp_path):
     assert bad_refs(page) == ["PPOConfig.omissions", "results/probe_v2.md", "opd.no_such=1", "claw_lib.rl.nothing"]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_quoted_path_and_attribute_resolves(page):
     assert not bad_refs(page), (page.name, bad_refs(page))
+
+
+def test_the_link_checker_catches_dead_links(tmp_path):
+    page = tmp_path / "docs" / "p.md"
+    page.parent.mkdir()
+    (tmp_path / "docs" / "here.md").write_text("x", encoding="utf-8")
+    page.write_text("[ok](here.md) [dead](../docs/nothing.md) [web](https://example.org) see results/probe_v2.md and "
+                    "`results/in_backticks_is_checked_elsewhere.md`", encoding="utf-8")
+    assert bad_links(page) == ["../docs/nothing.md", "results/probe_v2.md"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_link_and_plain_path_resolves(page):
+    assert not bad_links(page), (page.name, bad_links(page))
