@@ -44,8 +44,8 @@ def test_no_stderr_in_committed_outputs(path):
     assert not noisy, noisy
 
 
-#: notebook 14 (the live system) is not yet converted; its prose still quotes Chinese with ASCII quotes
-ASCII_QUOTE_EXEMPT = {"14_live_system"}
+#: notebooks whose Chinese prose still quotes with ASCII quotes (none left: may only shrink)
+ASCII_QUOTE_EXEMPT: set = set()
 
 
 def ascii_quoted_in_chinese(text: str) -> list:
@@ -73,3 +73,14 @@ def test_chinese_prose_quotes_with_chinese_quotation_marks(path):
     text = path.read_text(encoding="utf-8") if path.suffix == ".md" else "\n".join(
         c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
     assert not ascii_quoted_in_chinese(text), (path.name, ascii_quoted_in_chinese(text)[:5])
+
+
+def test_notebook_00_lists_the_notebooks_with_a_grader():
+    """00's module table names, for `exercises.py`, exactly the notebooks that call its check()."""
+    nb00 = nbformat.read(NOTEBOOKS[0], as_version=4)
+    row = next(line for c in nb00.cells if c.cell_type == "markdown" for line in c.source.splitlines()
+               if line.startswith("| `exercises.py` |"))
+    listed = set(row.rstrip(" |").rsplit("|", 1)[1].replace(" ", "").split(","))
+    graded = {p.name.split("_")[0] for p in NOTEBOOKS
+              if any(c.cell_type == "code" and "check(\"" in c.source for c in nbformat.read(p, as_version=4).cells)}
+    assert listed == graded, (sorted(listed), sorted(graded))
