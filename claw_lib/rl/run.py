@@ -38,7 +38,6 @@ from . import ppo  # the stages, looked up at each call (a notebook or test may 
 from .ppo import Scorer
 from .fit import eval_tokens
 from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_records, trim_records
-from .strategies import check as _check
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
            "TRL_RUN_FILES", "RunFolderTaken", "check_judge"]
@@ -177,7 +176,6 @@ class _Run:
         from ..toy.envs import make_env
         from ..utils import resolve_device, set_threads
 
-        _check(cfg)
         out = folder.path if folder is not None else None
         saved = _previous_run(cfg, folder, resume, force) if folder is not None else None  # before any slow work
         # a resumed run keeps the thread count of the run it resumes (float sums are ordered by it)

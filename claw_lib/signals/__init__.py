@@ -1,6 +1,6 @@
 """Signals on every output token: token rewards from an alignment or a judge LM
-(:mod:`~claw_lib.signals.rewards`), their map onto the policy's action tokens
-(:mod:`~claw_lib.signals.mapping`), shaping (:mod:`~claw_lib.signals.shaping`), next-state judges
-(:mod:`~claw_lib.signals.judges`) and OpenClaw-RL's Binary RL, hindsight OPD and combined advantage
-(:mod:`~claw_lib.signals.opd`); a token-level reward model that predicts the alignment's rewards from the
-output alone (:mod:`~claw_lib.signals.reward_model`, notebook 13)."""
+(:mod:`~claw_lib.signals.rewards`; the evidence rules that read the alignment, :mod:`~claw_lib.signals.rules`),
+their map onto the policy's action tokens (:mod:`~claw_lib.signals.mapping`), shaping
+(:mod:`~claw_lib.signals.shaping`), next-state judges (:mod:`~claw_lib.signals.judges`) and OpenClaw-RL's Binary
+RL, hindsight OPD and combined advantage (:mod:`~claw_lib.signals.opd`); a token-level reward model that predicts
+the alignment's rewards from the output alone (:mod:`~claw_lib.signals.reward_model`, notebook 13)."""
