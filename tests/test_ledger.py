@@ -105,6 +105,26 @@ def test_worked_example_rows_hold_the_notebooks_numbers():
             assert number in outputs, (stem, number, r[1])
 
 
+def test_source_numbers_are_the_sources():
+    """A claim quotes its source's numbers: v2's from docs/openclaw_v2.md's transcription tables, the digest's from the
+    seed digest (when ../shared/seeds is present) or the paper's Table 3 as claw_lib.rl.grids.PAPER holds it."""
+    from claw_lib.rl.grids import PAPER
+
+    rows = _ledger().ledger_rows()
+    v2_doc = (ROOT / "docs" / "openclaw_v2.md").read_text(encoding="utf-8")
+    for r in (r for r in rows if r[0].startswith("v2")):
+        for number in re.findall(r"\d+\.\d+", r[1]):
+            assert f"| {number}" in v2_doc or f" {number} " in v2_doc, (number, r[1])
+    table3 = {f"{x:.2f}" for pair in PAPER.values() for x in pair}
+    seeds = sorted((ROOT.parent / "shared" / "seeds").glob("003_*.txt"))
+    digest = seeds[0].read_text(encoding="utf-8") if seeds else None
+    for r in (r for r in rows if r[0] == "digest"):
+        for number in re.findall(r"\d+(?:\.\d+)?", r[1].replace("Table 3", "")):
+            if "Table 3" in r[1] and number in table3:
+                continue  # the paper's Table 3: its 8-step column is not in the digest
+            assert digest is None or number in digest, (number, r[1])
+
+
 def test_ledger_has_every_kind_of_row():
     rows = _ledger().ledger_rows()
     sources = {r[0] for r in rows}

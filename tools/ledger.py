@@ -176,8 +176,8 @@ def table3_rows(add) -> None:
         "student user, dense hints, `results/table3_extra/`, final score", score(p), evidence(p), verdict(p, +1))
     st8 = rows_of("step8")
     p = paired(st8, "teacher-sparse", "opd", "binary_rl", "score_at_8")
-    add(D, "Table 3: OPD slow early, no better than Binary RL after 8 steps (0.25 each)",
-        "表 3：OPD 起步慢，8 步后不比 Binary RL 好（都是 0.25）",
+    add(D, "OPD is slow early (the digest's words); the paper's Table 3 has it no better than Binary RL after 8 steps "
+        "(0.25 each)", "OPD 前期见效慢（解读原话）；论文表 3 里 8 步后它不比 Binary RL 好（都是 0.25）",
         "teacher user, nine in ten complaints vague, `results/step8/`, score at step 8", score(p), evidence(p),
         verdict(p, -1))
     p = paired(st8, "teacher-sparse", "opd", "binary_rl")
@@ -225,17 +225,20 @@ def v2_rows(add) -> None:
     regimes = (("teacher", "dense hints", "提示密集"), ("teacher-vague", "sparse hints", "提示稀疏"))
     for user, label, zh in regimes:
         p = paired(v2, user, (f"{user}-v2", "combined"), "binary_rl", UNTIL_STABLE)
-        add(V, f"Hybrid < GRPO (Binary RL) in sessions until stable (teacher, {label})",
-            f"稳定所需会话数 Hybrid < GRPO（Binary RL）（老师型用户，{zh}）",
+        add(V, f"Hybrid < GRPO (Binary RL) in sessions until stable (teacher persona, separate: 14.0 vs 18.0; here {label})",
+            f"稳定所需会话数 Hybrid < GRPO（Binary RL）（老师角色，分别优化：14.0 对 18.0；这里{zh}）",
             f"teacher user, {label}, `results/v2/` + `results/table3/`, steps until stable", speed(p), evidence(p),
             verdict(p, -1))
     for user, label, zh in regimes:
         p = paired(v2, f"{user}-v2", "combined", "opd_kl", UNTIL_STABLE)
-        add(V, f"Hybrid < OPD-only (teacher, {label})", f"Hybrid < 只用 OPD（老师型用户，{zh}）",
+        add(V, f"Hybrid < OPD-only (teacher persona, separate: 14.0 vs 17.6; here {label})",
+            f"Hybrid < 只用 OPD（老师角色，分别优化：14.0 对 17.6；这里{zh}）",
             f"teacher user, {label}, `results/v2/`, steps until stable", speed(p), evidence(p), verdict(p, -1))
     for user, label, zh in regimes:
         p = paired(v2, user, "binary_rl", (f"{user}-v2", "opd_kl"), UNTIL_STABLE)
-        add(V, f"GRPO < OPD-only (teacher, {label})", f"GRPO < 只用 OPD（老师型用户，{zh}）",
+        add(V, f"GRPO < OPD-only (the joint average, 14.1 vs 29.7; v2's own separate teacher row has 18.0 vs 17.6, "
+            f"the other way; here teacher, {label})",
+            f"GRPO < 只用 OPD（联合优化的平均 14.1 对 29.7；第二版自己分别优化的老师行是 18.0 对 17.6，方向相反；这里老师型用户，{zh}）",
             f"teacher user, {label}, `results/v2/` + `results/table3/`, steps until stable", speed(p), evidence(p),
             verdict(p, -1))
     ta = rows_of("ta")
