@@ -45,11 +45,19 @@ Clip range: ``epsilon = eps``, ``epsilon_high = eps_high`` of the same resolved 
 Binary RL and combined, 0.2 / 0.2 for OPD). ``beta = kl_coef`` (TRL's KL is k3 without the kit's
 [-10, 10] clamp; its reference is a second model, or the adapter-disabled model with PEFT).
 
+The losses that are not a surrogate on advantages (:data:`KIT_LOSSES`: OPD as distillation, ``opd_kl`` with the
+forward KL, the top-K reverse KL or the v2 clipped top-k loss, and the v2 hybrid, ``combined`` with
+``loss.distill="topk_clipped"``) replace TRL's loss by the kit's own (:data:`claw_lib.rl.ppo.LOSSES` on the kit's
+minibatch of the rows TRL put in the chunk: the policy's logits at the rollout temperature, the hinted teacher's on
+the teacher batch of :func:`~claw_lib.rl.ppo.compute_signals`, the sampling policy's top-k ids taken after
+generation); each process's loss is weighted by its share of the sample rows so that DDP's mean is the whole
+batch's (exact with ``minibatches=1``); no KL term there (refused).
+
 Where the engines still differ (docs/trl.md): TRL needs at least 2 completions per prompt (the kit's
 signals are per completion, so this only changes which prompts a step holds); with ``minibatches > 1``
 the denominators are the generation batch's, spread over the micro-batches; a step whose mask is
 empty everywhere still takes an AdamW step (momentum) where the kit skips it; advantage "grpo" takes
-the mean score of each process's rows; "gae" and ``opd_kl`` are the kit loop's only;
+the mean score of each process's rows; "gae" is the kit loop's only;
 ``policy/approx_kl`` and (with ``kl_coef = 0``) ``objective/kl`` are not logged. TRL 1.16 scores
 left-padded prompts without position ids, which is wrong for absolute positions (the kit's GPT-2):
 the trainer passes them (:class:`_WithPositionIds`).
@@ -84,11 +92,13 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
                       "pip install 'trl==1.16.*' 'accelerate>=1.0' (or the kit's dev extra)") from e
 
 from ..config import TEACHERS, PPOConfig, override
-from ..models.lm import pack, pad_token_id, peak_memory_gib
+from ..models.lm import logprobs_from_batch, pack, pad_token_id, peak_memory_gib
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
 from ..models.lora import has_lora
 from ..models.peft_lora import save_run_adapter, trl_peft_config
+from ..ops import entropy_from_logits, masked_mean
 from ..rl.ppo import (
+    LOSSES,
     OPD_HEALTH,
     Advantages,
     Rollout,
@@ -96,6 +106,7 @@ from ..rl.ppo import (
     Signals,
     compute_advantages,
     compute_signals,
+    _minibatch,
     decode_response,
     prepare_policy,
 )
@@ -109,9 +120,14 @@ from ..utils import atomic_write, set_threads
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
            "train_trl", "step_parts", "merge_step_metrics"]
 
-#: the signals the TRL engine trains on (:data:`claw_lib.rl.strategies.TRL_STRATEGIES`: the rows without a ``trl``
-#: refusal; ``opd_kl`` is a distillation loss, not an advantage)
-SIGNALS = TRL_STRATEGIES
+#: the update's loss families (:data:`claw_lib.rl.strategies.LOSS_FAMILIES`) the engine computes with the kit's own
+#: loss functions (:data:`claw_lib.rl.ppo.LOSSES`, on the kit's minibatch of the same rows) instead of TRL's clipped
+#: surrogate: OPD as distillation (``opd_kl``: forward KL, top-K reverse KL, or the v2 clipped top-k loss) and the v2
+#: hybrid (``combined`` with ``loss.distill="topk_clipped"``)
+KIT_LOSSES = ("distill", "topk_clipped", "hybrid")
+#: the signals the TRL engine trains on: :data:`claw_lib.rl.strategies.TRL_STRATEGIES` (its advantages in TRL's
+#: surrogate) and ``opd_kl`` (the kit's distillation losses, :data:`KIT_LOSSES`)
+SIGNALS = tuple(TRL_STRATEGIES) + tuple(n for n in ("opd_kl",) if n not in TRL_STRATEGIES)
 #: the kit's loss aggregation -> the TRL loss_type that computes it (see the module docstring)
 LOSS_TYPES = {"sample_mean": "grpo", "token_mean": "dapo"}
 
@@ -221,7 +237,8 @@ class ClawGRPOTrainer(GRPOTrainer):
     @staticmethod
     def _check_settings(cfg: PPOConfig, args: GRPOConfig, teacher: str) -> None:
         p = plan(cfg)  # checks the strategy, the distillation loss and the aggregation
-        if p.trl_signal:
+        kit_loss = p.loss_family in KIT_LOSSES  # opd_kl and the v2 hybrid: the kit's loss functions (_kit_loss)
+        if p.trl_signal and not kit_loss:
             raise ValueError(p.trl_signal.format(signals=SIGNALS))
         if cfg.task.user in ("tool-chain", "joint"):
             raise ValueError(f"task.user {cfg.task.user!r} (episodes of several calls, or several personas) runs in the "
@@ -229,8 +246,12 @@ class ClawGRPOTrainer(GRPOTrainer):
         if cfg.opd.hint_selection == "overlap":
             raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
                              "in the kit's loop only: use claw_lib.rl.ppo.train")
-        if p.trl_loss:
+        if p.trl_loss and not kit_loss:
             raise ValueError(p.trl_loss)
+        if kit_loss and (p.loss.kl_coef or args.beta):
+            raise ValueError(f"the TRL engine computes {cfg.strategy}'s {cfg.loss.distill} loss with the kit's loss "
+                             "function, which takes no KL-to-reference term there (loss.kl_coef 0, as every upstream "
+                             "script): use claw_lib.rl.ppo.train for both")
         if cfg.advantage not in ("direct", "grpo"):
             raise ValueError(f"the TRL engine supports advantage 'direct' and 'grpo', got {cfg.advantage!r} "
                              "(gae needs the kit's value head: use claw_lib.rl.ppo.train)")
@@ -296,7 +317,11 @@ class ClawGRPOTrainer(GRPOTrainer):
         ref = ref[:, :T].float().masked_fill(~batch.response_mask, 0.0) if ref is not None else None
         tasks = [self.tasks[int(x["task_index"])] for x in inputs]
         texts = [decode_response(self.processing_class, ids) for ids in response_ids]
-        return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref, feedback)
+        k, old_topk = plan(self.cfg).old_topk, None
+        if k:  # the top-k losses: the sampling policy's k most likely ids per position, as the kit's rollout keeps
+            with torch.no_grad():
+                _, old_topk = logprobs_from_batch(self.model, batch, temperature=self.cfg.temperature, topk=k)
+        return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref, feedback, old_topk)
 
     def _install(self, out, ro: Rollout, adv: Advantages) -> None:
         """The kit's advantages and mask into TRL's batch dict (collectives: every process calls it)."""
@@ -317,7 +342,18 @@ class ClawGRPOTrainer(GRPOTrainer):
         # sample_mean: TRL's "grpo" averages over all rows, the kit over its sample rows (0-dim: kept whole
         # when TRL shuffles and splits the batch)
         scale = rows / samples if self.args.loss_type == "grpo" and samples else 1.0
+        if plan(self.cfg).loss_family in KIT_LOSSES:  # the kit's loss: its own mean of this process's rows, weighted
+            scale = self._kit_loss_scale(adv)           # so that DDP's mean over processes is the whole batch's
         out["claw_loss_scale"] = torch.tensor(scale, device=dev)
+        out["claw_row"] = torch.arange(B, device=dev)  # which rows of the generation batch a shuffled chunk holds
+
+    def _kit_loss_scale(self, adv: Advantages) -> float:
+        """n_p R / N of this process: its count (sample rows for "sample_mean", masked tokens for "token_mean")
+        over the mean count of the R processes; 1.0 with one process. Exact for one minibatch (``minibatches=1``)."""
+        sample = plan(self.cfg).loss.loss_agg == "sample_mean"
+        n = float(adv.sample_rows.sum() if sample else adv.mask.sum())
+        total = float(self.accelerator.gather(torch.tensor([n], device=adv.mask.device)).sum())
+        return n * self.accelerator.num_processes / total if total else 1.0
 
     def _generate_and_score_completions(self, inputs):
         t0 = time.perf_counter()
@@ -348,9 +384,28 @@ class ClawGRPOTrainer(GRPOTrainer):
         return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, *args, **kwargs)
 
     def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
+        family = plan(self.cfg).loss_family
+        loss = self._kit_loss(model, inputs, family) if family in KIT_LOSSES else super()._compute_loss(model, inputs)
         scale = inputs.get("claw_loss_scale")
         return loss * scale if scale is not None else loss
+
+    def _kit_loss(self, model, inputs, family: str):
+        """The kit loop's loss (:data:`claw_lib.rl.ppo.LOSSES`) on the rows of this chunk of the generation batch
+        (``claw_row``, which TRL shuffled and split): the kit's own minibatch of them (:func:`claw_lib.rl.ppo._minibatch`:
+        the policy's forward on the packed rows at the rollout temperature, the hinted teacher's on its prompts, the
+        rollout's log-probs and top-k ids), so both engines compute one implementation. Logs the policy's entropy and
+        the clip shares as TRL's ``entropy`` and ``clip_ratio/region_mean`` (and ``topk_clipfrac`` for the hybrid)."""
+        rows = inputs["claw_row"]
+        ro, sig, adv = self.last_rollout, self.last_signals, self.last_advantages
+        mb, _, _ = _minibatch(model, ro, sig, adv, self.cfg, rows, None, self.scorer.teacher, ro.old_topk)
+        loss, clip = LOSSES[family](mb, plan(self.cfg).loss, self.cfg)
+        metrics = self._metrics["train"]
+        with torch.no_grad():
+            metrics["entropy"].append(float(masked_mean(entropy_from_logits(mb.logits), mb.mask)) if mb.mask.any() else 0.0)
+            metrics["clip_ratio/region_mean"].append(float(clip["clipfrac"]))
+            if "topk_clipfrac" in clip:
+                metrics["topk_clipfrac"].append(float(clip["topk_clipfrac"]))
+        return loss
 
     # ------------------------------------------------------------------ metrics, evaluation
     def eval_score(self) -> Optional[float]:
@@ -417,7 +472,7 @@ class ClawGRPOTrainer(GRPOTrainer):
              "timing/update_s": time.perf_counter() - self._update_t0,
              "memory/peak_gib": peak_memory_gib(str(self.accelerator.device))}
         for trl_key, key in (("entropy", "policy/entropy"), ("clip_ratio/region_mean", "policy/clipfrac"),
-                             ("kl", "objective/kl")):
+                             ("kl", "objective/kl"), ("topk_clipfrac", "policy/topk_clipfrac")):
             if logs.get(trl_key) is not None:
                 m[key] = float(logs[trl_key])
         if self.cfg.eval_every and (step % self.cfg.eval_every == 0 or step == total):

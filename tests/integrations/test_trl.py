@@ -269,11 +269,12 @@ def test_claw_train_engine_trl_writes_the_kits_columns(tmp_path):
 @pytest.mark.parametrize("changes, message", [
     ({"strategy": "binary_rl", "task": TaskConfig(user="tool-chain")}, "tool-chain' .* kit's loop only"),
     ({"strategy": "binary_rl", "task": TaskConfig(user="joint")}, "joint' .* kit's loop only"),
-    ({"strategy": "combined", "loss": LossConfig(distill="topk_clipped")}, "topk_clipped' .* kit's loop only"),
+    ({"strategy": "opd_kl", "loss": LossConfig(kl_coef=0.1)}, "no KL-to-reference term"),
     ({"strategy": "opd", "opd": OPDConfig(hint_candidates=3, hint_selection="overlap")}, "overlap' .* kit's loop only"),
 ])
 def test_kit_loop_only_settings_are_refused_by_name(changes, message):
-    """The multi-step tool task, the v2 hybrid's top-k loss and the choice of hints by overlap live in the kit's loop;
-    the TRL engine refuses them with a line that names the setting, before any model is loaded."""
+    """The multi-step tool task and the choice of hints by overlap live in the kit's loop, and the kit's distillation
+    losses take no KL term in TRL: the engine refuses them with a line that names the setting, before any model is
+    loaded. (OPD as distillation and the v2 top-k losses run: tests/integrations/test_trl_kit_losses.py.)"""
     with pytest.raises(ValueError, match=message):
         make_trainer(_cfg(changes.pop("strategy"), **changes))
