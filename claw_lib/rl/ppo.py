@@ -70,15 +70,12 @@ from ..signals.opd import (
 from ..text.corrections import guess_lang
 from ..toy.users import Feedback, Task
 from .core import aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
-from .strategies import STRATEGY_TABLE, Plan, plan
+from .strategies import Plan, plan
 from .strategies import check as _check  # noqa: F401  (the old name of strategies.check)
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
            "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
            "needs_reference"]
-
-#: strategies whose signal comes from the alignment or a judge LM's perplexity (token rewards)
-TOKEN_REWARD_STRATEGIES = tuple(n for n, s in STRATEGY_TABLE.items() if s.signal == "token_reward")
 
 #: Glossary of every logged metric.
 METRICS = {
@@ -130,7 +127,7 @@ class Rollout:
     responses the user read; batch: prompt + response packed (on the policy's device); logprobs,
     ref_logprobs: (B, T); feedback: the user's reply (the next state) and score per response; old_topk: the
     sampling policy's most likely ids at each response position and their log-probs, ((B, T, K) long,
-    (B, T, K) float), when the step needs them (:func:`old_topk_width`), else None.
+    (B, T, K) float), when the step needs them (:attr:`~claw_lib.rl.strategies.Plan.old_topk`), else None.
     """
 
     tasks: List[Task]
@@ -158,18 +155,6 @@ def needs_old_logprobs(cfg: PPOConfig) -> bool:
     """Whether a step needs the rollout's log-probs before its update
     (:attr:`~claw_lib.rl.strategies.Plan.old_logprobs`)."""
     return plan(cfg).old_logprobs
-
-
-def topk_loss(cfg: PPOConfig) -> bool:
-    """Whether the update uses the paper's second version's clipped top-k OPD loss (``loss.distill="topk_clipped"``
-    with ``opd_kl``, or the v2 hybrid)."""
-    return plan(cfg).loss_family in ("topk_clipped", "hybrid")
-
-
-def old_topk_width(cfg: PPOConfig) -> int:
-    """How many of the sampling policy's most likely ids per position the step reads
-    (:attr:`~claw_lib.rl.strategies.Plan.old_topk`); the rollout takes them from the forward that gives its log-probs."""
-    return plan(cfg).old_topk
 
 
 @torch.no_grad()
