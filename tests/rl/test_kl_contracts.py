@@ -6,6 +6,9 @@
    (no sampling): an advantage that depends on the sampled token (OPD's log pi_T - log pi) has a
    non-zero expected gradient, equal to -grad KL(pi || pi_T); one that does not (Binary RL's broadcast
    score) has zero expected gradient.
+3. The hinted teacher's temperature (``opd.teacher_temperature``): the default None scores it at the rollout's
+   temperature (a hint that changes nothing gives a gap of 0); 1.0 scores it as upstream does, and then the gap of a
+   context-free teacher equals log softmax(z) - log softmax(z / T) computed by hand.
 """
 import numpy as np
 import pytest
@@ -141,3 +144,67 @@ def test_token_independent_advantage_has_zero_expected_gradient(score):
     theta, teacher_lp = _policy(3)
     fixed = lambda y, old: opd_advantages(teacher_lp.numpy()[:1], old[:1], OPDConfig())
     assert _expected_loss_grad(theta, fixed).abs().max() < 1e-15
+
+
+# ---------------------------------------------------------------- 3. the teacher's temperature
+
+class _ContextFree(torch.nn.Module):
+    """A causal LM whose next-token logits are ``z`` (V,) at every position, whatever it read: a teacher for which
+    the hint changes nothing, so the OPD gap is the temperatures' doing alone."""
+
+    def __init__(self, z: torch.Tensor):
+        super().__init__()
+        self.z = torch.nn.Parameter(z, requires_grad=False)
+        self.config = type("Config", (), {})()        # no position limit
+
+    def forward(self, input_ids, attention_mask=None, **kw):
+        B, L = input_ids.shape
+        return type("Out", (), {"logits": self.z.expand(B, L, -1)})()
+
+
+def _signal_with_teacher_temperature(teacher_temperature, T: float = 0.7):
+    """compute_signals (strategy opd, the rule judge, a hinted correction) on two responses whose rollout log-probs
+    are the sampling distribution's, log softmax(z / T); the teacher is the context-free model. Returns (signal of
+    each response (n,) float64, its ids, z float64)."""
+    from claw_lib.models.lm import encode, load_causal_lm, pack
+    from claw_lib.rl.ppo import Rollout, Scorer, compute_signals
+    from claw_lib.toy.env import Feedback
+    from claw_lib.toy.users import FactEnv
+    from claw_lib.config import PPOConfig
+
+    _, tok = load_causal_lm("tiny")
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(len(tok), generator=g) * 3
+    tasks = FactEnv(seed=0, tokenizer=tok).sample(2)
+    prompts = [encode(tok, t.prompt) for t in tasks]
+    responses = [encode(tok, "法国的首都是伦敦。"), encode(tok, "The capital of France is London.")]
+    batch = pack(prompts, responses, tok.pad_token_id)
+    old = torch.log_softmax(z / T, -1)[batch.response_ids].masked_fill(~batch.response_mask, 0.0)   # (B, T)
+    fb = [Feedback("不对，法国的首都是巴黎。", 0.0, "correction"), Feedback("No, the capital of France is Paris.", 0.0,
+                                                                   "correction")]
+    ro = Rollout(tasks, prompts, responses, ["法国的首都是伦敦。", "The capital of France is London."], batch, old,
+                 None, fb)
+    cfg = PPOConfig(strategy="opd", temperature=T, opd=OPDConfig(teacher_temperature=teacher_temperature))
+    sig = compute_signals(ro, cfg, Scorer(tok, teacher=_ContextFree(z)))
+    assert all(sig.hints)
+    return [sig.token_signal[b, :len(r)].double().numpy() for b, r in enumerate(responses)], responses, z.double()
+
+
+def test_teacher_temperature_default_is_the_rollouts():
+    """The default (``opd.teacher_temperature`` None) scores the teacher at the rollout's temperature: a hint that
+    changes nothing gives a gap of exactly 0 on every token, at any sampling temperature."""
+    assert OPDConfig().teacher_temperature is None
+    signals, _, _ = _signal_with_teacher_temperature(None)
+    assert all(np.abs(s).max() < 1e-6 for s in signals)
+
+
+def test_teacher_at_temperature_1_as_upstream_against_a_hand_computation():
+    """``opd.teacher_temperature = 1`` (upstream's teacher server scores the raw logits) with a rollout sampled at
+    T = 0.7: the gap is log softmax(z)[y] - log softmax(z / 0.7)[y] on every token (float64 by hand), not 0 --
+    the temperature mismatch alone moves the signal (here +2.1 to +6.6 nats: the sampled tokens are unlikely under
+    z, and 1 flattens the distribution towards them)."""
+    signals, responses, z = _signal_with_teacher_temperature(1.0)
+    for s, ids in zip(signals, responses):
+        want = (torch.log_softmax(z, -1) - torch.log_softmax(z / 0.7, -1))[ids].numpy()
+        assert np.allclose(s, want, atol=1e-5)
+        assert want.min() > 2.0 and want.max() < 7.0
