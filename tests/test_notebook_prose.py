@@ -84,3 +84,34 @@ def test_notebook_00_lists_the_notebooks_with_a_grader():
     graded = {p.name.split("_")[0] for p in NOTEBOOKS
               if any(c.cell_type == "code" and "check(\"" in c.source for c in nbformat.read(p, as_version=4).cells)}
     assert listed == graded, (sorted(listed), sorted(graded))
+
+
+#: v2's numbers as notebook 09 and the READMEs quote them: "Hybrid 10.3 < GRPO 14.1 < OPD-only 29.7" or "14.0 / 18.0 / 17.6"
+V2_ORDER = re.compile(r"Hybrid (\d+\.\d) < GRPO (\d+\.\d) < (?:OPD-only|只用 OPD) (\d+\.\d)")
+V2_TRIPLE = re.compile(r"(?<![\d.])(\d+\.\d) / (\d+\.\d) / (\d+\.\d)(?![\d.])")
+
+
+def v2_triples(text: str) -> set:
+    return {m.groups() for pattern in (V2_ORDER, V2_TRIPLE) for m in pattern.finditer(text)}
+
+
+def test_v2_triples_are_found():
+    assert v2_triples("v2: Hybrid 10.3 < GRPO 14.1 < OPD-only 29.7; joint 8.2 / 12.0 / 34.0; (6/2/2), 0.97 / 0.91") == \
+        {("10.3", "14.1", "29.7"), ("8.2", "12.0", "34.0")}
+
+
+def test_v2_numbers_quoted_are_rows_of_the_transcription():
+    """Every Hybrid / GRPO / OPD-only triple that notebook 09 and the READMEs quote is one row (or printed average) of
+    docs/openclaw_v2.md's transcription of v2's Table 3, in that order (review-teaching-3: a joint row was quoted for
+    a separate run)."""
+    root = NOTEBOOKS[0].parents[1]
+    table = (root / "docs" / "openclaw_v2.md").read_text(encoding="utf-8").replace("†", "")
+    rows = {tuple(c.strip() for c in line.split("|")[3:6]) for line in table.splitlines()
+            if line.startswith("| joint |") or line.startswith("| separate |")}
+    nb09 = next(p for p in NOTEBOOKS if p.stem.startswith("09_"))
+    texts = {"09": "\n".join(c.source for c in nbformat.read(nb09, as_version=4).cells if c.cell_type == "markdown")}
+    texts.update({name: (root / name).read_text(encoding="utf-8") for name in ("README.md", "README.zh-CN.md")})
+    for name, text in texts.items():
+        quoted = v2_triples(text)
+        assert not quoted - rows, (name, sorted(quoted - rows))
+    assert ("14.0", "18.0", "17.6") in rows and ("10.3", "14.1", "29.7") in rows
