@@ -13,8 +13,11 @@ same facts in both languages), in four kinds:
 * ``arithmetic`` -- 16 sums, differences, products and quotients ("What is 19 times 21?" -> 399).
 
 A quarter of the facts (every fourth of each kind, both languages) is the ``eval`` split, asked only by the
-evaluation; the rest is ``train``. An answer is right when it states the truth (or an accepted spelling:
-"Brasilia", "1,000", "seven") and none of the listed wrong answers (:meth:`RealFact.check`).
+evaluation; the rest is ``train``. Another quarter of the facts, inside ``train`` (every fourth of each kind from
+the second on), is the **dev** quarter: a run that chooses its settings evaluates on it and trains on the rest of
+``train`` (split ``fit``), so the held-out quarter is read once, for the report (``TaskConfig.eval_split``).
+An answer is right when it states the truth (or an accepted spelling: "Brasilia", "1,000", "seven") and none of
+the listed wrong answers (:meth:`RealFact.check`).
 
 The users are the fact world's (:mod:`claw_lib.toy.users`): the correcting user (right or wrong, with a
 correction that states the full answer), and the paper's student and teacher, whose style preferences a real
@@ -29,13 +32,16 @@ import random
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from ..config import EVAL_SPLITS
 from ..prompts import build_prompt
 from .users import Feedback, Task, make_user, states_value
 
-__all__ = ["RealFact", "RealTaskSet", "RealTaskEnv", "KINDS", "real_facts"]
+__all__ = ["RealFact", "RealTaskSet", "RealTaskEnv", "KINDS", "SPLITS", "EVAL_SPLITS", "real_facts", "env_splits"]
 
 #: the kinds of question, in the order of the set
 KINDS = ("capital", "date", "unit", "arithmetic")
+#: the question sets :meth:`RealTaskSet.facts` knows
+SPLITS = ("train", "eval", "dev", "fit", "all")
 
 # (en country, zh country, en capital, zh capital, en wrong answers, zh wrong answers, en alternatives)
 _CAPITALS: List[Tuple[str, str, str, str, Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]] = [
@@ -167,6 +173,8 @@ class RealFact:
     """common wrong answers: stating one makes the answer wrong even next to the truth"""
     split: str = "train"
     """"train" or "eval\""""
+    dev: bool = False
+    """one of the dev quarter (a quarter of the "train" facts): a run that evaluates on it trains on the others"""
 
     @property
     def relation(self) -> str:
@@ -198,13 +206,14 @@ class RealFact:
 
 def real_facts() -> List[RealFact]:
     """Every question of the set (154: 77 facts in zh and en), in a fixed order: kind by kind, each fact in
-    Chinese then English. Every fourth fact of each kind is in the "eval" split."""
+    Chinese then English. Every fourth fact of each kind is in the "eval" split (k % 4 == 3), and every fourth
+    from the second on (k % 4 == 1) is a "train" fact of the dev quarter."""
     out: List[RealFact] = []
 
     def add(kind, k, zh, en):
-        split = "eval" if k % 4 == 3 else "train"
-        out.append(RealFact(kind, "zh", *zh, split=split))
-        out.append(RealFact(kind, "en", *en, split=split))
+        split, dev = ("eval" if k % 4 == 3 else "train"), k % 4 == 1
+        out.append(RealFact(kind, "zh", *zh, split=split, dev=dev))
+        out.append(RealFact(kind, "en", *en, split=split, dev=dev))
 
     for k, (c_en, c_zh, cap_en, cap_zh, wrong_en, wrong_zh, alt_en) in enumerate(_CAPITALS):
         add("capital", k, (f"{c_zh}的首都是哪里？", c_zh, cap_zh, f"{c_zh}的首都是{cap_zh}。", (), wrong_zh),
@@ -234,10 +243,14 @@ class RealTaskSet:
         self.facts_all = [f for f in real_facts() if f.kind in self.kinds]
 
     def facts(self, split: str = "train", langs: Sequence[str] = ("zh", "en")) -> List[RealFact]:
-        """The questions of a split ("train", "eval" or "all") in ``langs``."""
-        if split not in ("train", "eval", "all"):
-            raise ValueError(f"split must be 'train', 'eval' or 'all', got {split!r}")
-        return [f for f in self.facts_all if f.lang in langs and (split == "all" or f.split == split)]
+        """The questions of a split in ``langs``: "train" (three quarters, the dev quarter included), "eval" (the
+        held-out quarter), "dev" (the dev quarter, a quarter of "train"), "fit" ("train" without the dev quarter)
+        or "all"."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        keep = {"all": lambda f: True, "dev": lambda f: f.dev, "fit": lambda f: f.split == "train" and not f.dev}.get(
+            split, lambda f: f.split == split)
+        return [f for f in self.facts_all if f.lang in langs and keep(f)]
 
 
 class RealTaskEnv:
@@ -245,14 +258,17 @@ class RealTaskEnv:
     (``reset(seed)``, ``sample(n)``, ``step(task, response)``, ``user``, ``world``, ``tokenizer``, ``form``).
 
     user: "correcting", "student" or "teacher" (the fact world's users; the correcting user's corrections come
-    without the toy asides); split: "train" (default) or "eval"; misconception_share: share in [0, 1] of
-    questions drawn from the capitals with a common wrong answer (19 of 38); tokenizer: for chat-template prompts; p_vague:
-    the user's share of vague replies (None: the user's default); form: the prompts' surface form.
+    without the toy asides); split: one of :data:`SPLITS` ("train" by default, "eval" the held-out quarter);
+    misconception_share: share in [0, 1] of questions drawn from the capitals with a common wrong answer (19 of 38);
+    tokenizer: for chat-template prompts; p_vague: the user's share of vague replies (None: the user's default);
+    form: the prompts' surface form; each_once: ``sample(n)`` gives each question of the split at most once, in an
+    order shuffled by the seed (all of them when n is larger), with no misconception draw: an evaluation that reads
+    every question of its split once (:func:`env_splits`).
     """
 
     def __init__(self, world: Optional[RealTaskSet] = None, user: str = "correcting", split: str = "train",
                  langs=("zh", "en"), misconception_share: float = 0.5, seed: int = 0, tokenizer=None,
-                 p_vague: Optional[float] = None, form: str = "kit"):
+                 p_vague: Optional[float] = None, form: str = "kit", each_once: bool = False):
         if user not in ("correcting", "student", "teacher"):
             raise ValueError(f"the real-world questions are asked by 'correcting', 'student' or 'teacher', got {user!r}")
         if not 0.0 <= misconception_share <= 1.0:
@@ -267,7 +283,7 @@ class RealTaskEnv:
             raise ValueError(f"no question in split {split!r} for languages {self.langs}")
         self.mis = [f for f in self.pool if f.wrong]
         self.misconception_share = misconception_share if self.mis else 0.0
-        self.tokenizer, self.form = tokenizer, form
+        self.tokenizer, self.form, self.each_once = tokenizer, form, each_once
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
@@ -275,11 +291,30 @@ class RealTaskEnv:
         self.user.reset(seed + 1)
 
     def sample(self, n: int) -> List[Task]:
-        tasks = []
-        for _ in range(n):
-            f = self.rng.choice(self.mis if self.rng.random() < self.misconception_share else self.pool)
-            tasks.append(Task(f, build_prompt(f.question(), f.lang, tokenizer=self.tokenizer, form=self.form), self.form))
-        return tasks
+        if self.each_once:
+            facts = self.rng.sample(self.pool, min(n, len(self.pool)))
+        else:
+            facts = [self.rng.choice(self.mis if self.rng.random() < self.misconception_share else self.pool)
+                     for _ in range(n)]
+        return [Task(f, build_prompt(f.question(), f.lang, tokenizer=self.tokenizer, form=self.form), self.form)
+                for f in facts]
 
     def step(self, task: Task, response: str) -> Feedback:
         return self.user.reply(task.fact, response)
+
+
+def env_splits(eval_split: str = "eval", evaluation: bool = False) -> Tuple[str, bool]:
+    """(split, each_once) of a :class:`RealTaskEnv` for ``TaskConfig.eval_split`` (:data:`EVAL_SPLITS`): the
+    training env's (``evaluation`` False) or the evaluation's.
+
+    * "eval" (the default, as before): training asks "train", the evaluation draws its prompts at random from the
+      held-out quarter (half from its capitals with a common wrong answer, repeats possible);
+    * "dev": training asks "fit" (train without the dev quarter), the evaluation each dev question once: for
+      choosing settings;
+    * "heldout": training asks "train", the evaluation each held-out question once: the report.
+    """
+    if eval_split not in EVAL_SPLITS:
+        raise ValueError(f"eval_split must be one of {EVAL_SPLITS}, got {eval_split!r}")
+    if not evaluation:
+        return ("fit" if eval_split == "dev" else "train"), False
+    return ("dev" if eval_split == "dev" else "eval"), eval_split != "eval"

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from claw_lib.toy.real_tasks import KINDS, RealTaskEnv, RealTaskSet, real_facts
+from claw_lib.toy.real_tasks import KINDS, RealTaskEnv, RealTaskSet, env_splits, real_facts
 from claw_lib.toy.users import make_env, states_value
 
 
@@ -93,10 +93,49 @@ def test_bad_choices_are_refused():
     with pytest.raises(ValueError, match="kinds"):
         RealTaskSet(kinds=("weather",))
     with pytest.raises(ValueError, match="split"):
-        RealTaskSet().facts("dev")
+        RealTaskSet().facts("validation")
     from claw_lib.config import PPOConfig, TaskConfig, validate
 
     with pytest.raises(ValueError, match="task.world"):
         validate(PPOConfig(task=TaskConfig(world="real", user="tool")))
     with pytest.raises(ValueError, match="task.world must be one of"):
         validate(PPOConfig(task=TaskConfig(world="moon")))
+    with pytest.raises(ValueError, match="task.eval_split 'dev' chooses among the real-world questions"):
+        validate(PPOConfig(task=TaskConfig(eval_split="dev")))
+    with pytest.raises(ValueError, match="task.eval_split must be one of"):
+        validate(PPOConfig(task=TaskConfig(world="real", eval_split="test")))
+    with pytest.raises(ValueError, match="eval_split"):
+        env_splits("test")
+
+
+def test_dev_quarter_is_a_quarter_of_train_and_left_out_when_chosen():
+    ts = RealTaskSet()
+    train, dev, fit, held = (ts.facts(s) for s in ("train", "dev", "fit", "eval"))
+    assert (len(train), len(dev), len(fit), len(held)) == (118, 40, 78, 36)
+    assert {f.text for f in dev} | {f.text for f in fit} == {f.text for f in train}
+    assert not {f.text for f in dev} & {f.text for f in fit} and all(f.split == "train" for f in dev)
+    for kind in KINDS:  # every fourth fact of a kind from the second on, both languages
+        zh = [f for f in real_facts() if f.kind == kind and f.lang == "zh"]
+        assert [f.dev for f in zh] == [k % 4 == 1 for k in range(len(zh))]
+    assert env_splits() == ("train", False) and env_splits("eval", True) == ("eval", False)
+    assert env_splits("dev") == ("fit", False) and env_splits("dev", True) == ("dev", True)
+    assert env_splits("heldout") == ("train", False) and env_splits("heldout", True) == ("eval", True)
+
+
+def test_each_once_evaluation_asks_every_question_of_its_split_once():
+    from claw_lib.config import TaskConfig
+
+    task = TaskConfig(world="real", user="teacher", eval_split="dev")
+    env = make_env(task, 0)
+    assert {f.text for f in env.pool} == {f.text for f in env.world.facts("fit")}
+    ev = make_env(task, 10_000, world=env.world, evaluation=True)
+    every = [t.fact.text for t in ev.sample(100)]                      # more than the split holds: each once
+    assert sorted(every) == sorted(f.text for f in env.world.facts("dev"))
+    ev.reset(10_000)
+    some = [t.fact.text for t in ev.sample(12)]
+    ev.reset(10_000)
+    assert len(set(some)) == 12 and [t.fact.text for t in ev.sample(12)] == some   # seeded, no repeat
+    held = make_env(TaskConfig(world="real", eval_split="heldout"), 1, evaluation=True).sample(36)
+    assert sorted(t.fact.text for t in held) == sorted(f.text for f in env.world.facts("eval"))
+    legacy = make_env(TaskConfig(world="real"), 1, evaluation=True)   # the default draws as before
+    assert not legacy.each_once and legacy.split == "eval"
