@@ -51,7 +51,7 @@ def test_the_glossary_has_a_row_for_each_term_the_lessons_use():
     for term in ("GRPO", "GAE", "PRM", "persona", "hybrid", "OPD-only", "dense / sparse hints", "planted misconception",
                  "steps until stable", "binary reward (the article's token rule)", "Binary RL (OpenClaw-RL)",
                  "KL (forward / reverse)", "clip, clipped surrogate", "broadcast", "top-k overlap", "TA (teaching assistant)",
-                 "joint / separate optimisation", "user turn, step, session", "paired difference, s.e.; clear / within noise"):
+                 "joint / separate optimisation", "user turn, step, session", "episode", "paired difference, s.e.; clear / within noise"):
         assert term in first, term
     grpo = next(line for line in rows if line.startswith("| GRPO |"))
     assert 'advantage="grpo"' in grpo and "no group baseline" in grpo
