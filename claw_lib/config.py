@@ -29,7 +29,7 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
-           "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES"]
+           "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS"]
 
 
 class SettingError(ValueError):
@@ -85,6 +85,10 @@ ALTERNATIVES = ("none", "exact", "all")
 CONTRASTS = ("none", "unrelated")
 #: the two training engines (``claw train --engine``, a grid's ``engines``): the kit's loop and TRL's GRPOTrainer
 ENGINES = ("kit", "trl")
+#: what the reviser rewrites (``RewardConfig.reviser.scope``): the sentences the correction addresses, or the output
+REVISER_SCOPES = ("sentence", "output")
+#: which LM revises, besides a model name / folder or an OpenAI-compatible URL (``RewardConfig.reviser.model``)
+REVISER_MODELS = ("auto", "none", "base")
 
 
 @dataclass
@@ -118,6 +122,45 @@ class AlignConfig:
     matrix and the DP grow with words x words (``results/bench_lengths.md``)"""
     device: str = "cpu"
     """"cpu", "cuda", "cuda:N" or "auto" (the encoder's device)"""
+
+
+@dataclass
+class ReviserConfig:
+    """The reviser stage (issue 35, :mod:`claw_lib.signals.reviser`): an instruct LM reads the correction and rewrites
+    the output as the user wants it; the alignment output <-> revision gives the binary / continuous / sentence
+    rewards, the rules (:mod:`claw_lib.signals.rules`) where the LM gives nothing usable. Defaults chosen on the dev
+    splits of ``data/probe_v2.jsonl`` and ``data/probe_long.jsonl`` with Qwen2.5-Coder-0.5B-Instruct
+    (``results/probe_sets.md``, notebook 10)."""
+
+    model: str = "auto"
+    """which LM revises: "auto" (training a model with a chat template over 50M parameters: its frozen base, adapters
+    off; the tiny GPT: none; ``claw rewards``: none, or the --judge model when that is an instruct LM), "none" (the
+    rules alone), "base" (a training run's frozen base policy), a Hugging Face name / folder of an instruct model, or
+    an OpenAI-compatible URL (``http://host:port``)"""
+    remote_model: str = ""
+    """a URL reviser: the model name to ask for (empty: the first one the endpoint lists)"""
+    scope: str = "sentence"
+    """what the LM rewrites: "sentence" (in a long output, each sentence the rules find the correction addresses,
+    the rest copied as it is; a one-sentence output whole) or "output" (the whole output at once)"""
+    gate: float = 0.0
+    """ask the LM first whether the reply corrects anything: P(yes) below this means nothing to correct (no negative
+    word); 0: not asked"""
+    samples: int = 0
+    """sampled candidates per text besides the greedy one"""
+    temperature: float = 0.7
+    """sampling temperature of those candidates"""
+    min_similarity: float = 0.7
+    """a candidate must be at least this similar to the text it revises (difflib ratio of the characters)"""
+    edit_weight: float = 1.0
+    """a candidate's score: agreement with the correction - edit_weight x (1 - similarity); the best valid one wins"""
+    retry: bool = True
+    """a second prompt for the pairs without a valid candidate, before the fallback to the rules"""
+    max_new_tokens: int = 256
+    """at most this many tokens per revision (fewer for short texts: 1.5 x the text's tokens + 16)"""
+    batch_size: int = 8
+    """prompts per LM call"""
+    seed: int = 0
+    """seed of the sampled candidates"""
 
 
 @dataclass
@@ -249,6 +292,8 @@ class RewardConfig:
     the output says them (:func:`claw_lib.text.claims.swap_items`)"""
     align: AlignConfig = field(default_factory=AlignConfig)
     """encoder, layer, lexical weight, gap costs, threshold"""
+    reviser: ReviserConfig = field(default_factory=ReviserConfig)
+    """the reviser stage (binary / continuous / sentence): which LM reads the correction, and how"""
 
 
 @dataclass
@@ -529,7 +574,8 @@ def resolve_for_model(cfg: "PPOConfig", n_params: int) -> "PPOConfig":
 def from_dict(d: Dict) -> PPOConfig:
     """A PPOConfig from its ``asdict`` form (a run's config.json); unknown fields raise TypeError."""
     top = {k: v for k, v in d.items() if k not in ("task", "loss", "reward", "opd")}
-    reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"])}
+    reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"]),
+              "reviser": ReviserConfig(**d["reward"].get("reviser", {}))}  # a run from before issue 35 has none
     task = {**d["task"], "relations": tuple(d["task"]["relations"])}
     return PPOConfig(**top, task=TaskConfig(**task), loss=LossConfig(**d["loss"]), reward=RewardConfig(**reward),
                      opd=OPDConfig(**d["opd"]))
@@ -610,6 +656,10 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "reward.align.match_threshold": (0, None, True, False), "reward.question_weight": (0, 100, True, True),
     "reward.restated_words": (0, 1000, True, True), "reward.terse_words": (0, 1000, True, True),
     "reward.terse_question": (0, 100, True, True), "reward.judge_weight": (0, 100, True, True),
+    "reward.reviser.gate": (0, 1, True, True), "reward.reviser.samples": (0, 64, True, True),
+    "reward.reviser.temperature": (0, None, False, False), "reward.reviser.min_similarity": (0, 1, True, True),
+    "reward.reviser.edit_weight": (0, 100, True, True), "reward.reviser.max_new_tokens": (1, 8192, True, True),
+    "reward.reviser.batch_size": (1, 4096, True, True), "reward.reviser.seed": (0, 2**32 - 1, True, True),
 }
 
 
@@ -618,7 +668,8 @@ INTEGERS = frozenset({"steps", "batch_size", "max_new_tokens", "epochs", "miniba
                       "loss.distill_topk", "loss.clipped_k", "opd.m", "opd.hint_candidates", "opd.selection_k", "seed",
                       "save_every", "eval_every", "opd.min_hint_chars", "opd.skip_first", "threads", "lora_rank",
                       "reward.align.max_chars", "reward.align.max_words", "reward.align.layer", "reward.restated_words",
-                      "reward.terse_words"})
+                      "reward.terse_words", "reward.reviser.samples", "reward.reviser.max_new_tokens",
+                      "reward.reviser.batch_size", "reward.reviser.seed"})
 #: the fact world's relations (claw_lib.toy.world.RELATIONS; tests/apps/test_safety_r3_library.py checks they agree)
 FACT_RELATIONS = ("capital", "colour", "animal", "provinces")
 
@@ -631,7 +682,7 @@ CHOICES: Dict[str, Tuple] = {
     "subtokens": SUBTOKEN_MODES, "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": KL_ESTIMATORS,
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
-    "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS,
+    "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS, "reward.reviser.scope": REVISER_SCOPES,
 }
 
 

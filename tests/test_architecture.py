@@ -150,8 +150,6 @@ KNOWN_COPIES = {
     "models/lm.py:DTYPES": "models/ is another task's; lm.DTYPES should be `from ..config import DTYPES`",
     "serve/config.py:rl.strategies.JUDGED_STRATEGIES": "serve/ is another task's; SERVE_STRATEGIES should be "
                                                       "rl.strategies.JUDGED_STRATEGIES",
-    "signals/reviser.py:ALIGNMENT_STRATEGIES": "being rewritten by another task; should read "
-                                               "config.ALIGNMENT_STRATEGIES",
 }
 #: files whose string tuples are data, not the vocabulary: the committed grids' settings (which strategies, users
 #: and engines a grid ran must not change when a choice is added)
