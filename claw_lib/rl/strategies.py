@@ -14,8 +14,8 @@ strategy       signal        hint      encoder /    loss family   every row   TR
 ``perplexity`` token_reward  no        judge LM     surrogate     no          yes
 ``binary_rl``  openclaw      no        --           surrogate     yes         yes
 ``opd``        openclaw      yes       --           surrogate     no          yes
-``opd_kl``     openclaw      yes       --           distillation  no          no (not an advantage)
-``combined``   openclaw      yes       --           surrogate     no          yes (not the v2 hybrid)
+``opd_kl``     openclaw      yes       --           distillation  no          yes (the kit's loss)
+``combined``   openclaw      yes       --           surrogate     no          yes
 =============  ============  ========  ===========  ============  ==========  =========================
 
 What a config adds to its row (:func:`plan`): the loss family (``opd_kl`` with ``loss.distill
@@ -51,10 +51,6 @@ __all__ = ["Strategy", "STRATEGY_TABLE", "LOSS_FAMILIES", "TRL_STRATEGIES", "JUD
 #: "hybrid" (the v2 combined: w_rl x the surrogate on the judge's score + w_opd x the clipped top-k loss)
 LOSS_FAMILIES = ("surrogate", "distill", "topk_clipped", "hybrid")
 
-_OPD_KL_TRL = ("the TRL engine trains on {signals}, got 'opd_kl' (opd_kl is a distillation loss; use "
-               "claw_lib.rl.ppo.train)")
-_HYBRID_TRL = ("loss.distill 'topk_clipped' (the v2 hybrid's top-k OPD loss) runs in the kit's loop only: use "
-               "claw_lib.rl.ppo.train")
 
 
 @dataclass(frozen=True)
@@ -90,7 +86,7 @@ STRATEGY_TABLE: Dict[str, Strategy] = {s.name: s for s in (
     Strategy("perplexity", "token_reward", judge_lm=True),
     Strategy("binary_rl", "openclaw", turn="vote", every_row=True),
     Strategy("opd", "openclaw", turn="gap", hint=True),
-    Strategy("opd_kl", "openclaw", turn="gap", hint=True, distillation=True, trl=_OPD_KL_TRL),
+    Strategy("opd_kl", "openclaw", turn="gap", hint=True, distillation=True),
     Strategy("combined", "openclaw", turn="vote+gap", hint=True),
 )}
 assert tuple(STRATEGY_TABLE) == PPO_STRATEGIES
@@ -170,4 +166,4 @@ def plan(cfg: PPOConfig) -> Plan:
         teacher_batch=s.distillation or family == "hybrid", rl_only_advantage=family == "hybrid",
         every_row=s.every_row or cfg.advantage == "grpo",
         reference=bool(cfg.loss.kl_coef) or frozen_teacher or s.judge_lm,
-        trl_signal=s.trl, trl_loss=_HYBRID_TRL if family == "hybrid" else None)
+        trl_signal=s.trl, trl_loss=None)
