@@ -113,18 +113,23 @@ def run_config(engine: str, cfg) -> dict:
     return out
 
 
-def table(rows) -> str:
-    head = ("| model | engine | strategy | steps | step s | rollout s | scoring s | update s | tokens/step | tokens/s "
-            "| peak GiB |")
-    lines = [head, "|" + "---|" * 11]
+def md_table(head, rows, lead, cells) -> str:
+    """A Markdown table of runs: ``head`` (the column names), one line per run: ``lead(r)`` (the cells that name it),
+    then ``cells(r)``, or "failed: ..." for a run that raised."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        if "error" in r:
-            lines.append(f"| {r['model']} | {r['engine']} | {r['strategy']} | failed: {r['error']} |" + " |" * 7)
-            continue
-        lines.append(f"| {r['model']} | {r['engine']} | {r['strategy']} | {r['steps']} | {r['step_s']:.3f} | "
-                     f"{r['rollout_s']:.3f} | {r['score_s']:.3f} | {r['update_s']:.3f} | {r['tokens_per_step']:.0f} | "
-                     f"{r['tokens_per_s']:.0f} | {r['peak_gib']:.2f} |")
+        named = lead(r)
+        rest = [f"failed: {r['error']}"] + [""] * (len(head) - len(named) - 1) if "error" in r else cells(r)
+        lines.append("| " + " | ".join(named + rest) + " |")
     return "\n".join(lines)
+
+
+def table(rows) -> str:
+    head = ("model", "engine", "strategy", "steps", "step s", "rollout s", "scoring s", "update s", "tokens/step",
+            "tokens/s", "peak GiB")
+    return md_table(head, rows, lambda r: [r["model"], r["engine"], r["strategy"]], lambda r: [
+        str(r["steps"]), f"{r['step_s']:.3f}", f"{r['rollout_s']:.3f}", f"{r['score_s']:.3f}", f"{r['update_s']:.3f}",
+        f"{r['tokens_per_step']:.0f}", f"{r['tokens_per_s']:.0f}", f"{r['peak_gib']:.2f}"])
 
 
 # --------------------------------------------------------------------------- the smoke run (--smoke)
@@ -157,18 +162,15 @@ def smoke_verdict(r: dict, metric: str, min_gain: float):
 
 
 def smoke_table(rows, metric: str, min_gain: float) -> str:
-    head = (f"| engine | {metric} step 0 | last | gain | gain >= {min_gain:g} | step s | rollout s | scoring s | update s "
-            "| tokens/s | peak GiB | run s |")
-    lines = [head, "|" + "---|" * 12]
-    for r in rows:
-        if "error" in r:
-            lines.append(f"| {r['engine']} | failed: {r['error']} |" + " |" * 10)
-            continue
+    head = ("engine", f"{metric} step 0", "last", "gain", f"gain >= {min_gain:g}", "step s", "rollout s", "scoring s",
+            "update s", "tokens/s", "peak GiB", "run s")
+
+    def cells(r):
         first, last, gain, ok = smoke_verdict(r, metric, min_gain)
-        lines.append(f"| {r['engine']} | {first:.3f} | {last:.3f} | {gain:+.3f} | {'PASS' if ok else 'FAIL'} | "
-                     f"{r['step_s']:.2f} | {r['rollout_s']:.2f} | {r['score_s']:.2f} | {r['update_s']:.2f} | "
-                     f"{r['tokens_per_s']:.0f} | {r['peak_gib']:.2f} | {r['total_s']:.0f} |")
-    return "\n".join(lines)
+        return [f"{first:.3f}", f"{last:.3f}", f"{gain:+.3f}", "PASS" if ok else "FAIL", f"{r['step_s']:.2f}",
+                f"{r['rollout_s']:.2f}", f"{r['score_s']:.2f}", f"{r['update_s']:.2f}", f"{r['tokens_per_s']:.0f}",
+                f"{r['peak_gib']:.2f}", f"{r['total_s']:.0f}"]
+    return md_table(head, rows, lambda r: [r["engine"]], cells)
 
 
 def run_smoke(a, engines) -> list:
