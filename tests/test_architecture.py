@@ -146,11 +146,7 @@ def test_no_function_over_60_lines():
 
 #: literals that restate an enumeration (:func:`_vocabularies`) outside config.py and rl/strategies.py, with why they
 #: wait (shrink; never grow); an entry whose file is not in this checkout is skipped
-KNOWN_COPIES = {
-    "models/lm.py:DTYPES": "models/ is another task's; lm.DTYPES should be `from ..config import DTYPES`",
-    "serve/config.py:rl.strategies.JUDGED_STRATEGIES": "serve/ is another task's; SERVE_STRATEGIES should be "
-                                                      "rl.strategies.JUDGED_STRATEGIES",
-}
+KNOWN_COPIES: dict = {}
 #: files whose string tuples are data, not the vocabulary: the committed grids' settings (which strategies, users
 #: and engines a grid ran must not change when a choice is added)
 NOT_VOCABULARY = ("config.py", "rl/strategies.py", "rl/grids.py")

@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from ..config import DTYPES  # the dtype names the kit accepts ("auto": resolve_dtype)
 from ..ops import entropy_from_logits, gather_positions, selective_log_softmax
 from ..text.tokens import Token
 from ..utils import resolve_device
@@ -30,10 +31,6 @@ __all__ = [
 
 #: The shipped checkpoint (``claw pretrain`` writes it); ``$CLAW_TINY_LM`` overrides.
 TINY_LM_DIR = Path(os.environ.get("CLAW_TINY_LM", Path(__file__).resolve().parents[2] / "data" / "tiny-gpt"))
-
-
-#: ``dtype`` names the kit accepts ("auto": :func:`resolve_dtype`)
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def bf16_supported(device: str) -> bool:

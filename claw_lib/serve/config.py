@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..config import PPOConfig
+from ..rl.strategies import JUDGED_STRATEGIES
 
 __all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config"]
 
 #: the strategies the live server trains: the ones whose signal comes from the next state alone
-SERVE_STRATEGIES = ("binary_rl", "opd", "combined")
+SERVE_STRATEGIES = JUDGED_STRATEGIES
 #: what the policy reads of a conversation: "last" (the last user or tool message, in the kit's prompt form: the
 #: tiny GPT was pre-trained on single turns), "all" (every message through the tokenizer's chat template), "auto"
 #: ("all" when the tokenizer has a chat template, else "last")
