@@ -10,9 +10,11 @@ run with another judge is refused (:func:`claw_lib.rl.run.train` compares the se
 The training loops sit below the server in the package's layers, so the judge is built here and handed to them
 (``train(cfg, judge=...)``, ``train_trl(cfg, judge=...)``). A local model that is not on disk is refused at once
 (its tokenizer is read); the model itself loads when the first turn is judged (:class:`LazyJudge`), after the
-run's folder and settings were checked. A vote that fails (an unreachable URL, an answer without ``\\boxed{}``, a
-judge that raises) is a failed vote: the turn's score is 0 and it gives no hint, never a crash; the step's
-``judge/failed_share`` says how many failed.
+run's folder and settings were checked. It is a frozen copy of its own, even when it names the policy's model (as
+upstream's judge server), and each process of a TRL run loads one. A vote that fails (an unreachable URL, an
+answer without ``\\boxed{}``, a judge that raises) is a failed vote: the turn's score is 0 and it gives no hint,
+never a crash; the step's ``judge/failed_share`` says how many failed. Measured with a real model as the judge of
+the real-world turns: tools/real_model_judge.py, results/real_model/judge.md.
 """
 from __future__ import annotations
 
