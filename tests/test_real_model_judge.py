@@ -76,3 +76,14 @@ def test_rows_and_their_summary(tool, tmp_path):
     text = tool.summarise(rows)
     assert "failed votes 1 of 6" in text and "| correcting | 澳大利亚的首都是哪里？ | 是堪培拉。 | 5 | yes |" in text
     assert json.loads(rows[0]["hint_votes"])[0]["hint"] == "是堪培拉。"
+
+
+def test_the_rule_on_hints_a_judge_could_write(tool):
+    """Every shortest Chinese hint (是X。: at most 2 + 8 characters here) falls to the rule, no English correction
+    does; the counts are those of the lengths, counted here."""
+    rows = {(lang, form): (n, k) for lang, form, n, k in tool.rule_on_answers()}
+    zh = [f for f in real_facts() if f.lang == "zh"]
+    en = [f for f in real_facts() if f.lang == "en"]
+    assert rows["zh", "shortest (是X。 / It is X.)"] == (len(zh), len(zh))
+    assert rows["en", "correction"] == (len(en), 0)
+    assert rows["zh", "full sentence"] == (len(zh), sum(len(f.sentence) <= 10 for f in zh)) and 0 < rows["zh", "full sentence"][1]

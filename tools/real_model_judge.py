@@ -115,6 +115,8 @@ def agreement(rows, key: str) -> dict:
 
 def hint_stats(rows) -> dict:
     """Hints on the unsatisfied turns (judge and rule), and the 10-character rule on the judge's zh hints."""
+    from claw_lib.signals.judges import HINT_DECISIONS, parse_boxed
+
     unsat = [r for r in rows if int(r["expected"]) == -1]
     real = lambda r, h: is_real(h, _fact(r), r["persona"])  # noqa: E731
     short = []  # the good votes' hints the rule rejects in Chinese turns
@@ -124,7 +126,10 @@ def hint_stats(rows) -> dict:
                 short.append((r, v["hint"].strip()))
     zh_good = [(r, v["hint"]) for r in rows for v in json.loads(r["hint_votes"])
                if r["lang"] == "zh" and v["positive"] and v["hint"]]
-    return {"unsatisfied": len(unsat),
+    failed = [(r, t) for r in unsat for t in json.loads(r["raw"])[len(json.loads(r["judge_votes"])):]
+              if parse_boxed(t, HINT_DECISIONS) is None]  # hint votes without a valid decision box
+    return {"unsatisfied": len(unsat), "failed_hint_votes": len(failed),
+            "failed_hint_real": sum(real(r, t) for r, t in failed),
             "judge_accepted": sum(bool(r["judge_hint"]) for r in unsat),
             "judge_real": sum(bool(r["judge_hint"]) and real(r, r["judge_hint"]) for r in unsat),
             "rule_accepted": sum(bool(r["rule_hint"]) for r in unsat),
@@ -134,6 +139,23 @@ def hint_stats(rows) -> dict:
             "zh_rejected_real": sum(real(r, h) for r, h in short), "short": short,
             "rule_zh_short": sum(1 for r in unsat if r["lang"] == "zh" and r["next_state"].strip()
                                  and len(r["next_state"].strip()) <= 10)}
+
+
+def rule_on_answers(min_chars: int = 10) -> list:
+    """The 10-character rule on hints a judge could write for each of the 154 questions, per language: the correcting
+    user's correction (the full sentence after "不对，" / "No, "), the full sentence alone, and the shortest real hint
+    ("是X。" / "It is X."): (language, form, questions, rejected as ``min_chars`` characters or fewer)."""
+    from claw_lib.toy.real_tasks import real_facts
+
+    forms = {"correction": lambda f: ("不对，" if f.lang == "zh" else "No, ") + f.sentence,
+             "full sentence": lambda f: f.sentence,
+             "shortest (是X。 / It is X.)": lambda f: f"是{f.truth}。" if f.lang == "zh" else f"It is {f.truth}."}
+    out = []
+    for lang in ("zh", "en"):
+        facts = [f for f in real_facts() if f.lang == lang]
+        out += [(lang, name, len(facts), sum(len(make(f).strip()) <= min_chars for f in facts))
+                for name, make in forms.items()]
+    return out
 
 
 def summarise(rows) -> str:
@@ -171,7 +193,9 @@ def _hint_lines(h):
            f"Unsatisfied turns: {h['unsatisfied']}. Accepted hint (a good vote, longer than 10 characters): real model "
            f"{h['judge_accepted']} ({h['judge_real']} real: the true answer or the user's preference), rule judge "
            f"{h['rule_accepted']} ({h['rule_real']} real). Real-model hints on satisfied turns: "
-           f"{h['judge_hint_on_satisfied']}.", "",
+           f"{h['judge_hint_on_satisfied']}. Hint votes on unsatisfied turns without a valid decision box (failed): "
+           f"{h['failed_hint_votes']}, of which {h['failed_hint_real']} state the true answer or the preference in "
+           "their text (often by quoting the user's reply): what the judge lost to the format, not to the content.", "",
            "### The 10-character rule on Chinese hints", "",
            f"Good votes' hints in Chinese turns: {h['zh_good_hints']}; rejected as 10 characters or fewer: "
            f"**{h['zh_rejected_short']}**, of which **{h['zh_rejected_real']} are real hints**. (The rule judge's hint "
@@ -180,6 +204,10 @@ def _hint_lines(h):
         out += ["| persona | question | hint | chars | real |", "|---|---|---|---|---|"]
         out += [f"| {r['persona']} | {r['question']} | {hint} | {len(hint)} | "
                 f"{'yes' if is_real(hint, _fact(r), r['persona']) else 'no'} |" for r, hint in h["short"]]
+        out.append("")
+    out += ["The rule on real hints a judge could write, for every question (independent of the judge's run):", "",
+            "| language | hint | questions | rejected (10 characters or fewer) |", "|---|---|---|---|"]
+    out += [f"| {lang} | {name} | {n} | {k} ({k / n:.0%}) |" for lang, name, n, k in rule_on_answers()]
     return out
 
 
