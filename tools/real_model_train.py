@@ -63,6 +63,11 @@ RUNS.update({
     "pilot_opd_student_lr1e-4": (["--strategy", "opd", "--user", "student", "--steps", "6", "--lr", "1e-4", *PILOT],
                                  1800),
 })
+#: the setting chosen on the dev quarter (learning_pilots.md), trained on every training question and reported once
+#: on the held-out quarter, each of its 36 questions once (``--eval-split heldout``), two seeds
+FINAL = ["--strategy", "opd_kl", "--user", "student", "--lr", "5e-5", "--batch-size", "4", "--steps", "12",
+         "--eval-split", "heldout", "--eval-size", "36", "--eval-every", "2"]
+RUNS.update({f"final_seed{k}": ([*FINAL, "--seed", str(k)], 3600) for k in (0, 1)})
 #: the summaries: file stem -> the runs it reads
 GROUPS = {"train_runs": ["binary", "continuous", "attempt"],
           "learning_pilots": [n for n in RUNS if n.startswith("pilot_")],
@@ -77,19 +82,27 @@ def run(name: str, model: str) -> dict:
     cmd = [sys.executable, "-m", "claw_lib.apps.cli", "train", "--model", model, *COMMON, *args, "--out", str(folder),
            "--force"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    t0 = time.time()
+    t0, cpu0 = time.time(), _children_cpu()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env, cwd=ROOT)
         rc, tail = r.returncode, (r.stdout + r.stderr)[-600:]
     except subprocess.TimeoutExpired:
         rc, tail = "timeout", f"stopped after {limit} s"
     info = {"name": name, "command": "claw train --model MODEL " + " ".join(COMMON + args),
-            "wall_s": round(time.time() - t0), "rc": rc, "tail": tail}
+            "wall_s": round(time.time() - t0), "cpu_s": round(_children_cpu() - cpu0), "rc": rc, "tail": tail}
     if (folder / "adapter").is_dir():
         info["adapter"] = adapter_size(folder / "adapter")
     (folder / "run.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     print(name, info["wall_s"], "s", rc, tail[-300:], flush=True)
     return info
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: a run's compute, whatever the load."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def adapter_size(folder: Path) -> dict:
@@ -181,18 +194,25 @@ def read_steps(folder: Path, extra: bool = False):
 
 def _sample_stats(folder: Path) -> dict:
     """step -> {samples/scored: share of sampled responses with a user score above 0, samples/style: their mean
-    style share (the persona's checks)}."""
+    style share (the persona's checks), samples/first_signal: the mean per-token signal (OPD's gap) on their first
+    token, samples/rest_signal: on the others (masked tokens only)}."""
     cfg = json.loads((folder / "config.json").read_text())
     facts, persona, by = _facts(), _persona(cfg["task"]["user"]), {}
     path = folder / "samples.jsonl"
     for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
         s = json.loads(line)
-        d = by.setdefault(s["step"], {"scored": [], "style": []})
+        d = by.setdefault(s["step"], {"scored": [], "style": [], "first": [], "rest": []})
         d["scored"].append(float(s["score"] > 0))
         if persona is not None and s["question"] in facts:
             c = persona.checks(facts[s["question"]], s["response"])
             d["style"].append(sum(c.values()) / len(c))
-    return {k: {"samples/scored": _mean(v["scored"]), "samples/style": _mean(v["style"])} for k, v in by.items()}
+        sig = [v for v, m in zip(s["signal"], s["mask"]) if m]
+        if sig and s["mask"][0]:
+            d["first"].append(sig[0])
+            d["rest"] += sig[1:]
+    return {k: {"samples/scored": _mean(v["scored"]), "samples/style": _mean(v["style"]),
+                "samples/first_signal": _mean(v["first"]), "samples/rest_signal": _mean(v["rest"])}
+            for k, v in by.items()}
 
 
 def _table(rows) -> list:
@@ -221,7 +241,8 @@ def summarise(group: str) -> list:
         rows += [{**head, **e} for e in ev]
         steps_rows += [{"run": name, **s} for s in steps]
         md += [f"## {name}: {cfg['strategy']}, {cfg['task']['user']} user, lr {cfg['lr']:g}, batch {cfg['batch_size']}",
-               "", f"`{info.get('command', '')}`; wall {info.get('wall_s', '?')} s, exit {info.get('rc', '?')}", ""]
+               "", f"`{info.get('command', '')}`; wall {info.get('wall_s', '?')} s"
+               + (f" ({info['cpu_s']} s of CPU)" if "cpu_s" in info else "") + f", exit {info.get('rc', '?')}", ""]
         if new and info.get("adapter"):
             md += [f"Adapter update ||dW||_F (alpha/r B A per module): mean {info['adapter']['dW_fro_mean']}, largest "
                    f"{info['adapter']['dW_fro_max']} over {info['adapter']['modules']} modules.", ""]
