@@ -290,7 +290,9 @@ def plot(group: str, rows, steps_rows) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
+    panels = 3 if group == "learning" else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 3.8))
+    a, b = axes[0], axes[1]
     runs = list(dict.fromkeys(r["run"] for r in rows))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, name in enumerate(runs):
@@ -300,11 +302,17 @@ def plot(group: str, rows, steps_rows) -> None:
         a.plot(x, [r["style"] for r in rs], "s--", color=c, label=f"{name}: style")
         for j, k in enumerate(k for k in rs[0] if k.startswith("check/")):
             b.plot(x, [r[k] for r in rs], ("o-", "s--", "^:")[j % 3], color=c, label=f"{name}: {k[6:]}")
+        st = [r for r in steps_rows if r["run"] == name and r.get("samples/style") is not None]
+        if panels == 3 and st:
+            axes[2].plot([r["step"] for r in st], [r["samples/style"] for r in st], "o-", color=c, label=name)
     a.set(xlabel="PPO step", ylabel="share of greedy answers", ylim=(-0.03, 1.03),
           title="correct (solid) and style share (dashed)")
     b.set(xlabel="PPO step", ylabel="share of greedy answers meeting the check", ylim=(-0.03, 1.03),
           title="each style check of the persona")
-    for ax in (a, b):
+    if panels == 3:
+        axes[2].set(xlabel="PPO step", ylabel="style share of the sampled responses", ylim=(-0.03, 1.03),
+                    title="training side: the step's sampled responses")
+    for ax in axes:
         ax.legend(fontsize=6.5, loc="best")
         ax.grid(alpha=0.3)
     fig.suptitle(TITLES[group], fontsize=10)
@@ -348,14 +356,25 @@ def reference(model: str, users=("student", "teacher"), splits=("dev", "eval")) 
     _write_csv(OUT / "learning_reference.csv", rows)
     with open(OUT / "learning_reference.jsonl", "w", encoding="utf-8") as fh:
         fh.writelines(json.dumps(x, ensure_ascii=False) + "\n" for x in answers)
-    md = ["# What the distillation copies: the base model asked plainly and with the preference stated", "",
-          f"`tools/real_model_train.py --reference` ({model}, greedy, 48 new tokens, every question of the split "
-          "once). "
-          "hinted: the persona's stated preference appended to the question, as the hinted teacher reads it "
-          "(without the correction a wrong answer's reply would add).", ""] + _table(
-        [{k: v for k, v in r.items()} for r in rows])
-    (OUT / "learning_reference.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    reference_md(rows)
     return rows
+
+
+def reference_md(rows=None) -> None:
+    """learning_reference.md from the rows (None: learning_reference.csv), one table per persona."""
+    if rows is None:
+        path = OUT / "learning_reference.csv"
+        if not path.exists():
+            return
+        rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    md = ["# What the distillation copies: the base model asked plainly and with the preference stated", "",
+          "`tools/real_model_train.py --reference` (greedy, 48 new tokens, every question of the split once). "
+          "hinted: the persona's stated preference appended to the question, as the hinted teacher reads it "
+          "(without the correction a wrong answer's reply would add).", ""]
+    for user in dict.fromkeys(r["user"] for r in rows):
+        md += [f"## {user} user", ""] + _table([{k: v for k, v in r.items() if v not in ("", None)}
+                                               for r in rows if r["user"] == user]) + [""]
+    (OUT / "learning_reference.md").write_text("\n".join(md), encoding="utf-8")
 
 
 def main(argv=None) -> int:
@@ -375,6 +394,8 @@ def main(argv=None) -> int:
     for group in GROUPS:
         for r in summarise(group):
             print(r)
+    if not a.reference:
+        reference_md()
     return 0
 
 
