@@ -17,7 +17,7 @@ from typing import Optional
 from ..config import AlignConfig
 from .flags import CLIError
 
-__all__ = ["read_jsonl", "write_jsonl", "file_in", "file_out", "to_json", "finite", "prefetch"]
+__all__ = ["read_jsonl", "write_jsonl", "file_in", "file_out", "to_json", "finite", "prefetch", "revised_lines"]
 
 
 def prefetch(enc, records: list, cfg: AlignConfig, clean: bool = False) -> None:
@@ -40,6 +40,27 @@ def prefetch(enc, records: list, cfg: AlignConfig, clean: bool = False) -> None:
         enc.prefetch([t for t in texts if _valid_unicode(t)], cfg.layer)
     except ValueError:  # one bad text among many: the per-line calls report it
         pass
+
+
+def revised_lines(entries: list, strategy: str, reviser, cfg, encoder):
+    """``claw rewards --reviser``'s batch: the rules read every record line by line (a line that fails becomes that
+    line's error text in ``entries``, in place), then the reviser revises the others in batches
+    (:func:`claw_lib.signals.reviser.revised_rewards`). Returns the per-record function :func:`write_jsonl` calls."""
+    from ..signals.reviser import revised_rewards
+    from ..signals.rewards import token_rewards
+
+    rules = {}
+    for k, r in enumerate(entries):
+        if isinstance(r, dict):
+            try:
+                rules[k] = token_rewards(r["output"], r["correction"], strategy, cfg, encoder=encoder,
+                                         question=r.get("question"))
+            except (ValueError, TypeError) as e:
+                entries[k] = str(e).splitlines()[0]
+    ok = sorted(rules)
+    done = revised_rewards([entries[k] for k in ok], strategy, reviser, cfg, encoder, rules=[rules[k] for k in ok])
+    by_record = {id(entries[k]): tr for k, tr in zip(ok, done)}
+    return lambda r: by_record[id(r)].to_dict()
 
 
 def file_in(path: str) -> Path:

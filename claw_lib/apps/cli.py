@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..config import ENGINES, REWARD_STRATEGIES, AlignConfig, PPOConfig, override
-from .batch import file_out, prefetch, read_jsonl, to_json, write_jsonl
+from .batch import file_out, prefetch, read_jsonl, revised_lines, to_json, write_jsonl
 from .flags import (ALIGN_FLAGS, OPD_FLAGS, REWARD_FLAGS, TRAIN_FLAGS, CLIError, Parser, add_flags, add_train_args,
                     flag_message, number, setting_type)
 from .serve_cli import add_serve_args, add_simulate_args, cmd_serve, cmd_simulate
@@ -114,15 +114,11 @@ def _cmd_rewards(a) -> int:
     from ..signals.rewards import token_rewards
 
     _texts(a, "rewards")
-    cfg = RewardConfig(align=_config(a), judge_weight=getattr(a, "reward.judge_weight"))
+    cfg = override(RewardConfig(align=_config(a)), {p[len("reward."):]: getattr(a, p) for p in REWARD_FLAGS.values()})
     if a.input and a.out:
         file_out(a.out, a.force, [a.input])  # checked before any model loads (again when written)
     enc = load_encoder(cfg.align.encoder, cfg.align.layer, cfg.align.device) if a.strategy != "perplexity" else None
-    judge = None
-    if a.strategy == "perplexity" or cfg.judge_weight > 0 and a.strategy != "sentence":
-        from ..models.lm import load_causal_lm
-
-        judge = load_causal_lm(a.judge, device=cfg.align.device, dtype=a.dtype)
+    judge, reviser = _judge_and_reviser(a, cfg)
 
     def one(r):
         return token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc, judge=judge,
@@ -132,8 +128,16 @@ def _cmd_rewards(a) -> int:
         records = read_jsonl(a.input, ("output", "correction"), optional=("question",))
         if enc is not None:
             prefetch(enc, records, cfg.align, clean=cfg.clean)
+        if reviser is not None:  # the rules line by line (a line's error stays its own), then the LM in batches
+            one = revised_lines(records, a.strategy, reviser, cfg, enc)
         return write_jsonl(records, one, a.input, a.out, a.force, "rewards")
-    tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
+    if reviser is not None:
+        from ..signals.reviser import revised_rewards
+
+        tr = revised_rewards([{"output": a.output, "correction": a.correction, "question": a.question}], a.strategy,
+                             reviser, cfg, enc)[0]
+    else:
+        tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
     if a.json:
         print(to_json(tr.to_dict()))
     else:
@@ -141,8 +145,32 @@ def _cmd_rewards(a) -> int:
     return 0
 
 
+def _judge_and_reviser(a, cfg):
+    """The judge LM (perplexity, --judge-weight) and the reviser (None: the rules) of ``claw rewards``: --reviser
+    MODEL|URL; "auto": the --judge model when it is an instruct LM (a chat template, over 50M parameters) and the
+    strategy reads an alignment, else none. A model loads once even when it is both."""
+    from ..config import ALIGNMENT_STRATEGIES
+    from ..signals.reviser import auto_reviser
+
+    judge = None
+    wants_judge = a.strategy == "perplexity" or cfg.judge_weight > 0 and a.strategy != "sentence"
+    auto = cfg.reviser.model == "auto" and a.judge != "tiny" and a.strategy in ALIGNMENT_STRATEGIES
+    if wants_judge or auto:
+        from ..models.lm import load_causal_lm
+
+        judge = load_causal_lm(a.judge, device=cfg.align.device, dtype=a.dtype)
+    if a.strategy not in ALIGNMENT_STRATEGIES or cfg.reviser.model in ("none", "base"):
+        if cfg.reviser.model == "base":
+            raise CLIError("claw rewards: --reviser base names a training run's policy; give a model, folder or URL")
+        return judge, None
+    if cfg.reviser.model == "auto":
+        return (judge if wants_judge else None), (auto_reviser(cfg.reviser, *judge) if auto else None)
+    return judge, auto_reviser(cfg.reviser, device=cfg.align.device, dtype=a.dtype)
+
+
 def _coloured(tr, color: bool) -> str:
-    """Tokens with rewards; green >= 0, red < 0 (ANSI colours on a terminal)."""
+    """Tokens with rewards; green >= 0, red < 0 (ANSI colours on a terminal); through the reviser, which path gave
+    them (source) and the revision."""
     parts = []
     for t, r in zip(tr.tokens, tr.rewards):
         s = f"{t.text}[{r:+.2f}]"
@@ -150,6 +178,9 @@ def _coloured(tr, color: bool) -> str:
             s = ("\033[32m" if r >= 0 else "\033[31m") + s + "\033[0m"
         parts.append(s)
     head = f"strategy={tr.strategy}  correction used: {tr.info.get('clean_correction', '')!r}"
+    if "source" in tr.info:
+        head = (f"strategy={tr.strategy}  source={tr.info['source']}  revision: {tr.info['revision']!r}  "
+                f"({tr.info['reviser']['why']})")
     return head + "\n" + " ".join(parts)
 
 

@@ -3,7 +3,9 @@
 ``AlignmentExplorer().widget`` is an ipywidgets app: text boxes for the model output and the
 correction (prefilled with the article's example), a choice of encoder, reward strategy and
 match threshold, and live views: the cost-matrix heatmap with the DP path, the alignment table,
-and both sentences with every token coloured (hover shows the reward). Where ipywidgets is not
+and both sentences with every token coloured (hover shows the reward). Given a reviser (``reviser=``,
+:mod:`claw_lib.signals.reviser`) it shows the revision, which path gave the rewards, and the alignment output <->
+revision. Where ipywidgets is not
 available, :func:`explorer` falls back to the static view.
 
 :func:`report_html` is the static renderer (deterministic HTML, no scripts, no CDN, the heatmap
@@ -17,7 +19,7 @@ import io
 from typing import Optional
 
 from ..alignment.texts import TextAlignment
-from ..config import REWARD_STRATEGIES, AlignConfig, RewardConfig
+from ..config import ALIGNMENT_STRATEGIES, REWARD_STRATEGIES, AlignConfig, RewardConfig
 from ..models.offline import E5_NAMES, MINILM_NAMES
 from ..signals.rewards import token_rewards
 from .viz import alignment_html, plot_cost_matrix, reward_html
@@ -58,17 +60,37 @@ def _tokens_block(tr, correction: str) -> str:
             f"{reward_html(tr)}</div>")
 
 
+def _rewards(output: str, correction: str, strategy: str, cfg: RewardConfig, encoder, reviser):
+    """The rewards a view shows: through the reviser when one is given (:mod:`claw_lib.signals.reviser`; the
+    alignment is then output <-> revision), else the rules."""
+    if reviser is not None and strategy in ALIGNMENT_STRATEGIES:
+        from ..signals.reviser import revised_rewards
+
+        return revised_rewards([{"output": output, "correction": correction}], strategy, reviser, cfg, encoder)[0]
+    return token_rewards(output, correction, strategy, cfg, encoder=encoder)
+
+
+def _source_html(tr) -> str:
+    """Through the reviser: which path gave the rewards and the revision; else ""."""
+    if "source" not in tr.info:
+        return ""
+    rv = tr.info["revision"]
+    return (f"<p class='claw-source'>source: <b>{html.escape(tr.info['source'])}</b> "
+            f"({html.escape(tr.info['reviser']['why'])}); revision: {'(none)' if rv is None else html.escape(rv)}</p>")
+
+
 def report_html(output: str, correction: str, strategy: str = "binary", config: Optional[RewardConfig] = None,
-                encoder=None, title: str = "claw-kit alignment", embed_png: bool = True) -> str:
+                encoder=None, title: str = "claw-kit alignment", embed_png: bool = True, reviser=None) -> str:
     """A standalone HTML page: coloured sentences, token rewards, the table and (``embed_png``) the
     heatmap as an embedded PNG. Without the PNG the page is pure text, identical on every machine
-    (PNG bytes depend on the installed fonts)."""
+    (PNG bytes depend on the installed fonts). reviser: a :class:`~claw_lib.signals.reviser.Reviser`: the page
+    also shows its revision and the source, and the alignment is output <-> revision."""
     cfg = config or RewardConfig()
-    tr = token_rewards(output, correction, strategy, cfg, encoder=encoder)
+    tr = _rewards(output, correction, strategy, cfg, encoder, reviser)
     ta = tr.alignment
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>",
              "<body style='font-family:sans-serif;max-width:960px;margin:2em auto'>",
-             f"<h2>{html.escape(title)}</h2>", _tokens_block(tr, correction)]
+             f"<h2>{html.escape(title)}</h2>", _source_html(tr), _tokens_block(tr, correction)]
     if ta is not None:
         parts += [alignment_html(ta), table_html(ta)]
         if embed_png:
@@ -84,10 +106,10 @@ class AlignmentExplorer:
     """The ipywidgets app; ``.widget`` is the VBox to display, ``.update()`` recomputes."""
 
     def __init__(self, output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, encoder: str = AlignConfig.encoder,
-                 strategy: str = "binary", threshold: float = AlignConfig.match_threshold):
+                 strategy: str = "binary", threshold: float = AlignConfig.match_threshold, reviser=None):
         import ipywidgets as W
 
-        self.W = W
+        self.W, self.reviser = W, reviser  # a Reviser: its revision, and the alignment output <-> revision
         lay = W.Layout(width="95%")
         self.output = W.Text(value=output, description="output", continuous_update=False, layout=lay)
         self.correction = W.Text(value=correction, description="correction", continuous_update=False, layout=lay)
@@ -106,9 +128,10 @@ class AlignmentExplorer:
 
     def update(self) -> None:
         cfg = RewardConfig(align=AlignConfig(encoder=self.encoder.value, match_threshold=self.threshold.value))
-        tr = token_rewards(self.output.value, self.correction.value, self.strategy.value, cfg)
+        tr = _rewards(self.output.value, self.correction.value, self.strategy.value, cfg, None, self.reviser)
         ta = tr.alignment
-        self.tokens.value = _tokens_block(tr, self.correction.value) + (alignment_html(ta) if ta is not None else "")
+        self.tokens.value = (_source_html(tr) + _tokens_block(tr, self.correction.value)
+                             + (alignment_html(ta) if ta is not None else ""))
         self.table.value = table_html(ta) if ta is not None else ""
         self.heatmap.value = heatmap_png(ta) if ta is not None else b""
 
@@ -120,5 +143,5 @@ def explorer(output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, **kw)
     except ImportError:
         from IPython.display import HTML
 
-        return HTML(report_html(output, correction, kw.get("strategy", "binary")))
+        return HTML(report_html(output, correction, kw.get("strategy", "binary"), reviser=kw.get("reviser")))
     return AlignmentExplorer(output, correction, **kw).widget

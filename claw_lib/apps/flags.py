@@ -74,7 +74,10 @@ ALIGN_FLAGS = {
     "--max-chars": "reward.align.max_chars", "--max-words": "reward.align.max_words", "--device": "reward.align.device",
 }
 #: ``claw rewards``: the token rewards' settings beyond the alignment's (a RewardConfig)
-REWARD_FLAGS = {"--judge-weight": "reward.judge_weight"}
+REWARD_FLAGS = {"--judge-weight": "reward.judge_weight", "--reviser": "reward.reviser.model",
+                "--reviser-model-name": "reward.reviser.remote_model", "--reviser-scope": "reward.reviser.scope",
+                "--reviser-gate": "reward.reviser.gate", "--reviser-samples": "reward.reviser.samples",
+                "--reviser-min-similarity": "reward.reviser.min_similarity"}
 #: ``claw opd``: the policy (also the teacher) and the OPD signal's settings (an OPDConfig)
 OPD_FLAGS = {"--model": "model", "--device": "device", "--dtype": "dtype", "--clip": "opd.clip",
              "--kappa": "opd.kappa", "--w-rl": "opd.w_rl", "--w-opd": "opd.w_opd"}

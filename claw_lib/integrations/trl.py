@@ -94,7 +94,7 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
 from ..config import TEACHERS, PPOConfig, override
 from ..models.lm import logprobs_from_batch, pack, pad_token_id, peak_memory_gib
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
-from ..models.lora import has_lora
+from ..models.lora import count_parameters, has_lora
 from ..models.peft_lora import save_run_adapter, trl_peft_config
 from ..ops import entropy_from_logits, masked_mean
 from ..rl.ppo import (
@@ -114,6 +114,7 @@ from ..rl.run import _check_finite, _write_metrics, check_judge, eval_tokens
 from ..rl.samples import append_records, evaluate_recorded, rollout_records
 from ..rl.strategies import TRL_STRATEGIES, plan
 from ..signals.opd import frozen_teacher
+from ..signals.reviser import wants_base
 from ..toy.users import Feedback, Task
 from ..utils import atomic_write, set_threads
 
@@ -210,10 +211,11 @@ class ClawGRPOTrainer(GRPOTrainer):
             processing_class = processing_class or tok
         peft = peft_config is not None or hasattr(model, "peft_config") or has_lora(model)
         s = plan(cfg).strategy
-        needs_ref = s.hint or s.judge_lm  # the hinted teacher or the perplexity judge (TRL holds the KL's own)
+        # the hinted teacher, the perplexity judge or the reviser's frozen base (TRL holds the KL's own)
+        needs_ref = s.hint or s.judge_lm or wants_base(cfg, count_parameters(model))
         # The copy is taken before GRPOTrainer patches the model's forward (add_fused_lm_head): a deep
         # copy of the patched model would call the original model's weights.
-        frozen = frozen_teacher(model) if needs_ref and not peft and (teacher == "frozen" or s.judge_lm) else None
+        frozen = frozen_teacher(model) if needs_ref and not peft and (teacher == "frozen" or not s.hint) else None
         self.cfg, self.teacher_kind, self.tasks, self.feedback = cfg, teacher, list(tasks), feedback
         self.loss_cfg = plan(cfg).loss
         self.eval_env, self.eval_tasks = eval_env, list(eval_tasks or [])

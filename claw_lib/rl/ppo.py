@@ -201,6 +201,8 @@ class Scorer:
     encoder: object = None
     judge_lm: Optional[Tuple[object, object]] = None
     judge: object = None
+    reviser: object = None
+    """binary / continuous / sentence: the reviser that reads the corrections (:mod:`claw_lib.signals.reviser`)"""
 
     @classmethod
     def for_run(cls, cfg: PPOConfig, policy, ref, tokenizer) -> "Scorer":
@@ -212,8 +214,10 @@ class Scorer:
 
             a = cfg.reward.align
             encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
+        from ..signals.reviser import run_reviser
+
         return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
-                   judge_lm=(ref, tokenizer) if s.judge_lm else None)
+                   judge_lm=(ref, tokenizer) if s.judge_lm else None, reviser=run_reviser(cfg, ref, tokenizer))
 
 
 @dataclass
@@ -236,19 +240,21 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Alignment / perplexity rewards on each response's own action tokens (onto sub-tokens as
     ``cfg.subtokens`` says)."""
     from ..signals.mapping import policy_token_rewards
-    from ..signals.rewards import token_rewards
+    from ..signals.reviser import batch_rewards
     from ..text.corrections import clean_correction
     from ..text.langs import LanguageMismatchWarning
 
     if scorer.encoder is not None:  # every text of the batch in a few padded encoder passes
         nexts = [clean_correction(f.next_state).text if cfg.reward.clean else f.next_state for f in ro.feedback]
         scorer.encoder.prefetch(list(ro.texts) + nexts, cfg.reward.align.layer)
+    pairs = [{"output": text, "correction": fb.next_state, "question": t.fact.question()}
+             for t, text, fb in zip(ro.tasks, ro.texts, ro.feedback)]
+    with warnings.catch_warnings():  # a sample in the wrong language is the policy's error, and rewarded as one
+        warnings.simplefilter("ignore", LanguageMismatchWarning)
+        trs = batch_rewards(pairs, cfg.strategy, cfg.reward, scorer.encoder, scorer.judge_lm, scorer.reviser,
+                            ro.response_ids)  # through the reviser when the run has one (issue 35)
     rows = []
-    for t, ids, text, fb in zip(ro.tasks, ro.response_ids, ro.texts, ro.feedback):
-        with warnings.catch_warnings():  # a sample in the wrong language is the policy's error, and rewarded as one
-            warnings.simplefilter("ignore", LanguageMismatchWarning)
-            tr = token_rewards(text, fb.next_state, cfg.strategy, cfg.reward, encoder=scorer.encoder,
-                               judge=scorer.judge_lm, question=t.fact.question(), response_ids=ids)
+    for ids, tr in zip(ro.response_ids, trs):
         try:
             a = policy_token_rewards(tr, scorer.tokenizer, ids, cfg.subtokens)
         except ValueError:  # a response the word tokenizer cannot map (e.g. empty): no sample
@@ -640,7 +646,9 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
         # PEFT's or the kit's (cfg.lora_impl); drawn from the run's seed: the same run repeats (LR01)
         add_adapters(policy, cfg.lora_rank, cfg.lora_impl, seed=cfg.seed)
         return cfg, (AdapterDisabled(policy) if reference else None)
-    return cfg, (frozen_teacher(policy) if reference and needs_reference(cfg) else None)
+    from ..signals.reviser import wants_base  # the reviser reads with the frozen base (issue 35)
+
+    return cfg, (frozen_teacher(policy) if reference and (needs_reference(cfg) or wants_base(cfg, n)) else None)
 
 
 

@@ -51,7 +51,8 @@ from .rewards import TokenRewards, token_rewards
 from .rules import omitted_at
 
 __all__ = ["Candidate", "Revision", "Reviser", "load_reviser", "auto_reviser", "check_candidate", "similarity",
-           "agreement", "revision_rewards", "revised_rewards", "SOURCES", "LocalLM", "RemoteLM", "CachedLM"]
+           "agreement", "revision_rewards", "revised_rewards", "batch_rewards", "run_reviser", "wants_base", "SOURCES",
+           "LocalLM", "RemoteLM", "CachedLM"]
 
 #: which path produced a result (``info["source"]``)
 SOURCES = ("revision", "rules")
@@ -99,15 +100,16 @@ _QUOTES = "\"'“”「」‘’`"
 def _strip(reply: str, text: str) -> str:
     """A reply as a candidate: code fences, a leading label ("Corrected answer:", "原文："), wrapping quotes dropped;
     when ``text`` is one paragraph (one sentence), the reply's paragraph (sentence) most similar to it."""
-    t = reply.strip().replace("```", "").strip()
-    t = _LABEL.sub("", t, count=1).strip()
+    t = _unquote(_LABEL.sub("", reply.strip().replace("```", "").strip(), count=1).strip())
     if "\n\n" not in text.strip() and "\n\n" in t:
         t = max((p.strip() for p in t.split("\n\n") if p.strip()), key=lambda p: similarity(p, text), default="")
     if len(sentence_spans(text)) == 1 and len(sentence_spans(t)) > 1:
         t = max((t[a:b] for a, b in sentence_spans(t)), key=lambda p: similarity(p, text))
-    if len(t) >= 2 and t[0] in _QUOTES and t[-1] in _QUOTES:
-        t = t[1:-1].strip()
-    return t
+    return _unquote(t)
+
+
+def _unquote(t: str) -> str:
+    return t[1:-1].strip() if len(t) >= 2 and t[0] in _QUOTES and t[-1] in _QUOTES else t
 
 
 @dataclass
@@ -129,11 +131,11 @@ def _content(text: str) -> set:
 
 
 def agreement(candidate: str, text: str, correction: str, question: Optional[str] = None) -> float:
-    """How well a candidate follows the correction, 0-1: the mean of (a) the share of the content words it adds (not
-    in ``text``) that the correction says and (b) the share of the content words the correction brings (not in the
+    """How well a candidate follows the correction (cleaned: lead-ins such as "不对" dropped), 0-1: the mean of (a) the
+    share of the content words it adds (not in ``text``) that the correction says and (b) the share of the content words the correction brings (not in the
     text or the question) that it says; 0.5 when neither is defined (it adds nothing and the correction brings
     nothing)."""
-    o, k, c = _content(text), _content(correction), _content(candidate)
+    o, k, c = _content(text), _content(clean_correction(correction).text), _content(candidate)
     q = _content(question) if question else set()
     added, brought = c - o, k - o - q
     parts = []
@@ -322,6 +324,40 @@ def auto_reviser(settings: ReviserConfig, model=None, tokenizer=None, adapters_o
     return load_reviser(name, device, dtype, settings, settings.remote_model)
 
 
+def wants_base(cfg, n_params: int) -> bool:
+    """Whether a training run (a PPOConfig ``cfg``) on a policy of ``n_params`` parameters revises with its frozen
+    base: an alignment strategy, and ``reward.reviser.model`` "base", or "auto" over
+    :data:`~claw_lib.config.SMALL_MODEL_PARAMS` (the run then holds the base: LoRA's adapter-disabled view, or a frozen
+    copy)."""
+    name = cfg.reward.reviser.model
+    return cfg.strategy in ALIGNMENT_STRATEGIES and (name == "base" or name == "auto" and n_params > SMALL_MODEL_PARAMS)
+
+
+def run_reviser(cfg, ref, tokenizer) -> Optional[Reviser]:
+    """The reviser of a training run (a PPOConfig ``cfg``; ref: the run's frozen reference, a model or the
+    adapter-disabled view of the policy, :class:`~claw_lib.models.lora.AdapterDisabled`; None without one): None for
+    the strategies that read no alignment and where :func:`auto_reviser` says so (the tiny GPT)."""
+    from ..models.lora import AdapterDisabled
+
+    if cfg.strategy not in ALIGNMENT_STRATEGIES:
+        return None
+    base, off = (ref.model, True) if isinstance(ref, AdapterDisabled) else (ref, False)
+    return auto_reviser(cfg.reward.reviser, base, tokenizer, adapters_off=off, device=cfg.reward.align.device)
+
+
+def batch_rewards(rows: Sequence[dict], strategy: str, config: RewardConfig, encoder=None, judge=None,
+                  reviser: Optional[Reviser] = None, response_ids=None) -> List[TokenRewards]:
+    """The token rewards of a batch of responses, one :class:`TokenRewards` per row (rows: ``output``,
+    ``correction``, ``question``): through the reviser (:func:`revised_rewards`, the LM in batches) when one is given
+    and the strategy reads an alignment, else :func:`~claw_lib.signals.rewards.token_rewards` row by row
+    (response_ids: per row, the policy's ids, for perplexity). What the training loop and the TRL engine call."""
+    if reviser is not None and strategy in ALIGNMENT_STRATEGIES:
+        return revised_rewards(rows, strategy, reviser, config, encoder)
+    ids = response_ids if response_ids is not None else [None] * len(rows)
+    return [token_rewards(r["output"], r["correction"], strategy, config, encoder=encoder, judge=judge,
+                          question=r.get("question"), response_ids=i) for r, i in zip(rows, ids)]
+
+
 # --------------------------------------------------------------------------- rewards
 def _kept_reward(strategy: str, cost: float, cfg: RewardConfig) -> float:
     if strategy == "continuous":
@@ -397,22 +433,25 @@ def _addressed_spans(output: str, rules: TokenRewards) -> Optional[List[Tuple[in
 
 
 def revised_rewards(rows: Sequence[dict], strategy: str, reviser: Reviser, config: Optional[RewardConfig] = None,
-                    encoder=None) -> List[TokenRewards]:
+                    encoder=None, rules: Optional[Sequence[TokenRewards]] = None) -> List[TokenRewards]:
     """Token rewards of many pairs through the reviser, one :class:`TokenRewards` per row, in order (rows: dicts
     with ``output``, ``correction`` and optionally ``question``); the LM is called in batches. The rules read every
     pair first (:func:`~claw_lib.signals.rewards.token_rewards`): their addressed sentences are what the LM rewrites
     (``scope="sentence"``), and their rewards are the fallback of a pair without a usable revision. info: ``source``
     ("revision" | "rules"), ``revision`` (the text, or None) and ``reviser`` (:meth:`Revision.to_dict`); a bad row
-    raises ValueError naming it."""
+    raises ValueError naming it. rules: the rules' :class:`TokenRewards` of every row when the caller has them."""
     cfg = config or RewardConfig()
     if strategy not in ALIGNMENT_STRATEGIES:
         raise ValueError(f"the reviser gives {', '.join(ALIGNMENT_STRATEGIES)} rewards, not {strategy!r}")
     for k, r in enumerate(rows):
         if not isinstance(r, dict) or not isinstance(r.get("output"), str) or not isinstance(r.get("correction"), str):
             raise ValueError(f"row {k}: needs string fields 'output' and 'correction'")
-    rules = [token_rewards(r["output"], r["correction"], strategy, cfg, encoder=encoder, question=r.get("question"))
-             for r in rows]
-    scope = cfg.reviser.scope == "sentence"
+    if rules is None:
+        rules = [token_rewards(r["output"], r["correction"], strategy, cfg, encoder=encoder,
+                               question=r.get("question")) for r in rows]
+    elif len(rules) != len(rows):
+        raise ValueError(f"rules has {len(rules)} entries for {len(rows)} rows")
+    scope = reviser.settings.scope == "sentence"  # the reviser's settings (cfg.reviser made it, or the caller)
     revs = reviser.revise([(r.get("question"), r["output"], r["correction"],
                             _addressed_spans(r["output"], rl) if scope else None) for r, rl in zip(rows, rules)])
     out = []
