@@ -107,10 +107,13 @@ def _fact(row):
 
 
 def agreement(rows, key: str) -> dict:
-    """Share of turns whose majority vote (``key``: judge_score or rule_score) is the user's sign; its counts."""
+    """Share of turns whose majority vote (``key``: judge_score or rule_score) is the user's sign; its counts; and the
+    share among the turns whose vote is not 0 (``agree_voted``: when the judge gives a verdict, is it the user's?)."""
     got = [(int(r[key]), int(r["expected"])) for r in rows]
     table = {f"{e:+d}/{s:+d}": sum(1 for g, x in got if (x, g) == (e, s)) for e in (1, -1) for s in (1, 0, -1)}
-    return {"n": len(got), "agree": float(np.mean([g == e for g, e in got])) if got else float("nan"), **table}
+    voted = [g == e for g, e in got if g != 0]
+    return {"n": len(got), "agree": float(np.mean([g == e for g, e in got])) if got else float("nan"),
+            "voted": len(voted), "agree_voted": float(np.mean(voted)) if voted else float("nan"), **table}
 
 
 def hint_stats(rows) -> dict:
@@ -128,7 +131,10 @@ def hint_stats(rows) -> dict:
                if r["lang"] == "zh" and v["positive"] and v["hint"]]
     failed = [(r, t) for r in unsat for t in json.loads(r["raw"])[len(json.loads(r["judge_votes"])):]
               if parse_boxed(t, HINT_DECISIONS) is None]  # hint votes without a valid decision box
-    return {"unsatisfied": len(unsat), "failed_hint_votes": len(failed),
+    texts = [t for r in rows for t in json.loads(r["raw"])[len(json.loads(r["judge_votes"])):]]  # every hint answer
+    return {"unsatisfied": len(unsat), "failed_hint_votes": len(failed), "hint_answers": len(texts),
+            "with_block": sum("[HINT_START]" in t and "[HINT_END]" in t for t in texts),
+            "with_box": sum("\\boxed{" in t for t in texts),
             "failed_hint_real": sum(real(r, t) for r, t in failed),
             "judge_accepted": sum(bool(r["judge_hint"]) for r in unsat),
             "judge_real": sum(bool(r["judge_hint"]) and real(r, r["judge_hint"]) for r in unsat),
@@ -158,34 +164,54 @@ def rule_on_answers(min_chars: int = 10) -> list:
     return out
 
 
-def summarise(rows) -> str:
-    """The Markdown report of the judged turns."""
+def summarise(rows, settings: str = "") -> str:
+    """The Markdown report of the judged turns (``settings``: a line saying how they were made)."""
     if not rows:
         return "# A real model as the judge of training\n\nNo turn was judged.\n"
     secs = np.array([float(r["seconds"]) for r in rows])
     cpu = np.array([float(r["cpu_seconds"]) for r in rows])
     votes = sum(len(json.loads(r["judge_votes"])) + len(json.loads(r["hint_votes"])) for r in rows)
     failed = sum(int(r["judge_failed"]) for r in rows)
-    lines = _agreement_lines(rows) + [""] + _hint_lines(hint_stats(rows))
+    rl_votes = [v for r in rows for v in json.loads(r["judge_votes"])]
+    h = hint_stats(rows)
+    lines = _reading(rows, h) + [""] + _agreement_lines(rows) + [""] + _hint_lines(h)
     head = [f"**{len(rows)} turns** judged; **failed votes {failed} of {votes} = {failed / max(votes, 1):.1%}** "
-            f"(judge/failed_share); **seconds per turn** (the judge alone, one turn at a time, one thread): CPU "
+            f"(judge/failed_share): Binary RL votes {sum(v is None for v in rl_votes)} of {len(rl_votes)}, hint votes "
+            f"{failed - sum(v is None for v in rl_votes)} of {votes - len(rl_votes)}; **seconds per turn** (the judge alone, one turn at a time, one thread): CPU "
             f"mean {cpu.mean():.1f}, median {np.median(cpu):.1f}, max {cpu.max():.1f}; wall mean {secs.mean():.1f} on "
             "the shared machine."]
-    return "\n".join(["# A real model as the judge of training (tools/real_model_judge.py)", ""] + head + [""] + lines
+    return "\n".join(["# A real model as the judge of training (tools/real_model_judge.py)", "", settings, ""] + head
+                     + [""] + lines
                      + ["", "Every turn, with the judge's raw answers: judge.csv."]) + "\n"
+
+
+def _reading(rows, h):
+    """The report's conclusion, from the numbers."""
+    a, rule = agreement(rows, "judge_score"), {(lang, form): k for lang, form, _, k in rule_on_answers()}
+    return [f"**Reading.** The judge's Binary RL votes that parse agree with the simulated user on {a['agree_voted']:.0%} "
+            f"of the {a['voted']} turns it voted on; on the other {a['n'] - a['voted']} of {a['n']} its vote failed or was 0 "
+            f"(no Binary RL sample). {h['judge_accepted']} of its {h['hint_answers']} hint answers gave an accepted "
+            f"hint ({h['with_box']} had a decision box at all), so OPD and combined would get no hint from it: with "
+            "this model as its own judge, training is Binary RL on the turns it voted on. The 10-character rule had "
+            "nothing to reject here; on real hints a judge could write it rejects every shortest Chinese hint (是X。), "
+            f"{rule['zh', 'full sentence']} of 77 Chinese full sentences and {rule['en', 'shortest (是X。 / It is X.)']} "
+            "of 77 shortest English ones."]
 
 
 def _agreement_lines(rows):
     out = ["## Agreement with the simulated user", "",
            "Expected vote: +1 where the user is satisfied (score 1), -1 where not. Counts `user/vote`.", "",
-           "| users | judge | turns | agree | +1/+1 | +1/0 | +1/-1 | -1/+1 | -1/0 | -1/-1 |", "|" + "---|" * 10]
+           "| users | judge | turns | agree | +1/+1 | +1/0 | +1/-1 | -1/+1 | -1/0 | -1/-1 | agree where it voted +-1 |",
+           "|" + "---|" * 11]
     for name, sub in [("all", rows)] + [(p, [r for r in rows if r["persona"] == p]) for p in PERSONAS] \
             + [(lang, [r for r in rows if r["lang"] == lang]) for lang in ("zh", "en")]:
         for key, who in (("judge_score", "real model"), ("rule_score", "rule judge")):
             a = agreement(sub, key)
             out.append(f"| {name} | {who} | {a['n']} | {a['agree']:.2f} | " + " | ".join(
-                str(a[f"{e:+d}/{s:+d}"]) for e in (1, -1) for s in (1, 0, -1)) + " |")
-    return out
+                str(a[f"{e:+d}/{s:+d}"]) for e in (1, -1) for s in (1, 0, -1)) + f" | {a['agree_voted']:.2f} of "
+                f"{a['voted']} |")
+    return out + ["", "The rule judge reads the simulated users' own phrasing (its markers are theirs), so its agreement "
+                  "is the ceiling of this setting, not a rival's score."]
 
 
 def _hint_lines(h):
@@ -195,7 +221,9 @@ def _hint_lines(h):
            f"{h['rule_accepted']} ({h['rule_real']} real). Real-model hints on satisfied turns: "
            f"{h['judge_hint_on_satisfied']}. Hint votes on unsatisfied turns without a valid decision box (failed): "
            f"{h['failed_hint_votes']}, of which {h['failed_hint_real']} state the true answer or the preference in "
-           "their text (often by quoting the user's reply): what the judge lost to the format, not to the content.", "",
+           "their text (often by quoting the user's reply): what the judge lost to the format, not to the content. "
+           f"Of its {h['hint_answers']} hint answers, {h['with_block']} hold a [HINT_START]...[HINT_END] block and "
+           f"{h['with_box']} any \\boxed{{}}.", "",
            "### The 10-character rule on Chinese hints", "",
            f"Good votes' hints in Chinese turns: {h['zh_good_hints']}; rejected as 10 characters or fewer: "
            f"**{h['zh_rejected_short']}**, of which **{h['zh_rejected_real']} are real hints**. (The rule judge's hint "
@@ -265,7 +293,12 @@ def main(argv=None) -> int:
         return 1
     if not a.summarise_only:
         run(a)
-    publish_report(summarise(read_rows(out / "judge.csv")), out / "judge.md", force=True)
+    settings = (f"Judge and policy: {a.model}, float32 on the CPU, one thread. The judge as `claw train --judge MODEL "
+                f"--judge-votes {a.votes}` builds it: OpenClaw-RL's prompts, {a.votes} vote(s) per question at temperature "
+                f"0.6, at most 512 new tokens. The policy's answers sampled at temperature 1 ({a.max_new_tokens} tokens) "
+                f"to the real-world questions' training split, seed {a.seed}, round-robin over the correcting, student and "
+                "teacher users and both languages.")
+    publish_report(summarise(read_rows(out / "judge.csv"), settings), out / "judge.md", force=True)
     return 0
 
 
