@@ -90,7 +90,7 @@ def report_html(output: str, correction: str, strategy: str = "binary", config: 
     ta = tr.alignment
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>",
              "<body style='font-family:sans-serif;max-width:960px;margin:2em auto'>",
-             f"<h2>{html.escape(title)}</h2>", _source_html(tr), _tokens_block(tr, correction)]
+             f"<h2>{html.escape(title)}</h2>", *filter(None, [_source_html(tr)]), _tokens_block(tr, correction)]
     if ta is not None:
         parts += [alignment_html(ta), table_html(ta)]
         if embed_png:

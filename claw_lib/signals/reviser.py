@@ -48,7 +48,7 @@ from ..text.corrections import CONTENT_KINDS, clean_correction, guess_lang, valu
 from ..text.tokens import check_text, tokenize
 from .reviser_lm import CachedLM, LocalLM, RemoteLM, is_url
 from .rewards import TokenRewards, token_rewards
-from .rules import omitted_at
+from .rules import _units, omitted_at
 
 __all__ = ["Candidate", "Revision", "Reviser", "load_reviser", "auto_reviser", "check_candidate", "similarity",
            "agreement", "revision_rewards", "revised_rewards", "batch_rewards", "run_reviser", "wants_base", "SOURCES",
@@ -380,9 +380,10 @@ def revision_rewards(output: str, revision: str, strategy: str = "binary", confi
     revision. A word *kept* (matched with an equal word, :func:`~claw_lib.text.corrections.value_key`) gets ``match``
     (continuous: ``a - b C`` clipped, never below ``absent``); a word *changed* (matched with another word, or
     replaced) or *deleted* gets ``reject`` (continuous: :func:`_changed_reward`); punctuation is never negative
-    (``absent`` when not kept). With ``omissions`` the word where the revision inserts words is charged as the rules
+    (``absent`` when not kept), except inside a name or code that is changed: with ``exact`` such a name is wrong as a
+    whole, its initials and dots too ("J. R. R. Tolkien" -> "J. K. Rowling", the rules' ``_units``). With ``omissions`` the word where the revision inserts words is charged as the rules
     charge it (:func:`~claw_lib.signals.rules.omitted_at`). "sentence": ``reject`` on every word if any word is
-    negative, else ``match``. info["evidence"]: per word "kept", "changed", "deleted", "punct" or "omitted";
+    negative, else ``match``. info["evidence"]: per word "kept", "changed", "deleted", "punct", "same name" or "omitted";
     info["clean_correction"]: the revision (what the output was aligned with)."""
     cfg = config or RewardConfig()
     if strategy not in ALIGNMENT_STRATEGIES:
@@ -402,6 +403,11 @@ def revision_rewards(output: str, revision: str, strategy: str = "binary", confi
         else:
             why.append("deleted" if o.op == "delete" else "changed")
             r[i] = _changed_reward(strategy, o.op, o.cost, cfg)
+    for unit in _units(tokens, output, [word_kind(t.text) for t in tokens]):  # a name or code is wrong as a whole
+        bad = [i for i in unit if why[i] in ("changed", "deleted")]
+        for i in unit if bad and cfg.exact else ():
+            if why[i] in ("kept", "punct"):
+                why[i], r[i] = "same name", min(r[j] for j in bad)
     if cfg.omissions and n:
         om = omitted_at(ta) & (np.array(why) != "punct")
         r[om] = cfg.lo if strategy == "continuous" else cfg.reject

@@ -385,3 +385,13 @@ def test_the_training_loop_reads_the_corrections_through_the_runs_reviser(e5):
     assert wants_base(PPOConfig(strategy="binary"), 630_000_000) and not wants_base(PPOConfig(strategy="binary"), 1_600_000)
     assert not wants_base(PPOConfig(strategy="combined"), 630_000_000)
     assert not wants_base(PPOConfig(strategy="binary", reward=RewardConfig(reviser=ReviserConfig(model="none"))), 6e8)
+
+
+def test_a_changed_name_is_wrong_as_a_whole_initials_and_dots_too(e5):
+    tr = revision_rewards("The books were written by J. R. R. Tolkien.", "The books were written by J. K. Rowling.",
+                          "binary", RewardConfig(), e5)
+    assert [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] == ["J", ".", "R", ".", "R", ".", "Tolkien"]
+    assert tr.info["evidence"][5] == "same name" and tr.rewards[-1] == 0.5  # the sentence's full stop is kept
+    off = revision_rewards("The books were written by J. R. R. Tolkien.", "The books were written by J. K. Rowling.",
+                           "binary", RewardConfig(exact=False), e5)
+    assert "same name" not in off.info["evidence"]
