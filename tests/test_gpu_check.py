@@ -1,18 +1,12 @@
 """tools/gpu_check.py runs its code paths on a CPU (the GPU run itself needs a GPU: results/gpu.md when one ran)."""
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
+from tests.tool_module import load_tool
 
 @pytest.fixture(scope="module")
 def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "tools" / "gpu_check.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("gpu_check")
 
 
 def test_dry_run_on_cpu_writes_the_table(gpu_check, tmp_path, capsys):

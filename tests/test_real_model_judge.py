@@ -2,9 +2,7 @@
 (the real model's run itself is results/real_model/judge.md): agreement counts, failed votes, accepted and real
 hints, and the 10-character rule on Chinese hints, each against counts written out by hand."""
 import csv
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,16 +10,11 @@ from claw_lib.config import OPDConfig, PPOConfig
 from claw_lib.signals.judges import HintVote, Vote
 from claw_lib.toy.real_tasks import RealTaskEnv, real_facts
 from claw_lib.toy.users import Task
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from tests.tool_module import load_tool
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("real_model_judge", ROOT / "tools" / "real_model_judge.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("real_model_judge")
 
 
 class _Scripted:
