@@ -126,9 +126,9 @@ __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_datas
 #: surrogate: OPD as distillation (``opd_kl``: forward KL, top-K reverse KL, or the v2 clipped top-k loss) and the v2
 #: hybrid (``combined`` with ``loss.distill="topk_clipped"``)
 KIT_LOSSES = ("distill", "topk_clipped", "hybrid")
-#: the signals the TRL engine trains on: :data:`claw_lib.rl.strategies.TRL_STRATEGIES` (its advantages in TRL's
-#: surrogate) and ``opd_kl`` (the kit's distillation losses, :data:`KIT_LOSSES`)
-SIGNALS = tuple(TRL_STRATEGIES) + tuple(n for n in ("opd_kl",) if n not in TRL_STRATEGIES)
+#: the signals the TRL engine trains on (:data:`claw_lib.rl.strategies.TRL_STRATEGIES`): their advantages in TRL's
+#: surrogate, or the kit's own loss (:data:`KIT_LOSSES`: ``opd_kl``, the v2 hybrid)
+SIGNALS = TRL_STRATEGIES
 #: the kit's loss aggregation -> the TRL loss_type that computes it (see the module docstring)
 LOSS_TYPES = {"sample_mean": "grpo", "token_mean": "dapo"}
 
@@ -240,7 +240,7 @@ class ClawGRPOTrainer(GRPOTrainer):
     def _check_settings(cfg: PPOConfig, args: GRPOConfig, teacher: str) -> None:
         p = plan(cfg)  # checks the strategy, the distillation loss and the aggregation
         kit_loss = p.loss_family in KIT_LOSSES  # opd_kl and the v2 hybrid: the kit's loss functions (_kit_loss)
-        if p.trl_signal and not kit_loss:
+        if p.trl_signal:
             raise ValueError(p.trl_signal.format(signals=SIGNALS))
         if cfg.task.user in ("tool-chain", "joint"):
             raise ValueError(f"task.user {cfg.task.user!r} (episodes of several calls, or several personas) runs in the "
@@ -248,7 +248,7 @@ class ClawGRPOTrainer(GRPOTrainer):
         if cfg.opd.hint_selection == "overlap":
             raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
                              "in the kit's loop only: use claw_lib.rl.ppo.train")
-        if p.trl_loss and not kit_loss:
+        if p.trl_loss:
             raise ValueError(p.trl_loss)
         if kit_loss and (p.loss.kl_coef or args.beta):
             raise ValueError(f"the TRL engine computes {cfg.strategy}'s {cfg.loss.distill} loss with the kit's loss "
