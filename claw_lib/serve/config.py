@@ -63,6 +63,9 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
 
     if cfg.ppo.strategy not in SERVE_STRATEGIES:
         raise ValueError(f"the live server trains strategy one of {SERVE_STRATEGIES}, got {cfg.ppo.strategy!r}")
+    if cfg.ppo.opd.judge != "rule":
+        raise ValueError(f"ppo.opd.judge is the training loops' judge; the live server reads its own judge setting "
+                         f"(ServeConfig.judge, claw serve --judge), got ppo.opd.judge={cfg.ppo.opd.judge!r}")
     if cfg.context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, got {cfg.context!r}")
     for name, lo in (("tis_cap", 0.0), ("session_timeout_s", 1e-3), ("train_delay_s", 0.0)):

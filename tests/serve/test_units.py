@@ -76,3 +76,16 @@ def test_tis_weights_match_the_formula():
 def test_stream_pieces_add_up_to_the_answer(tokens, content):
     pieces = stream_pieces(tokens, content)
     assert len(pieces) == len(tokens) and "".join(pieces) == content
+
+
+def test_the_server_refuses_the_training_loops_judge_setting():
+    """ppo.opd.judge (claw train --judge) is not the server's judge: a config that sets it is refused by name,
+    never silently ignored (the server's own is ServeConfig.judge, claw serve --judge)."""
+    from dataclasses import replace
+
+    from claw_lib.serve.config import ServeConfig, _default_ppo, check_serve_config
+
+    ppo = _default_ppo()
+    check_serve_config(ServeConfig(ppo=ppo))
+    with pytest.raises(ValueError, match=r"ppo\.opd\.judge.*ServeConfig\.judge"):
+        check_serve_config(ServeConfig(ppo=replace(ppo, opd=replace(ppo.opd, judge="http://127.0.0.1:9/v1"))))
