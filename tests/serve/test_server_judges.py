@@ -6,6 +6,7 @@ import openai
 
 from claw_lib.config import PPOConfig
 from claw_lib.serve import LiveServer, ServeConfig
+from tests.scripted_judge import ScriptedJudge
 
 Q = [{"role": "user", "content": "土耳其的首都是哪里？"}]
 
@@ -30,45 +31,17 @@ def test_a_silent_session_gives_no_sample_for_its_open_turn():
         assert srv.system.turns["quiet#0"].next_state is None  # the late message is not the expired turn's next state
 
 
-class _JudgeEndpoint:
-    """A scripted judge behind a real OpenAI-compatible HTTP endpoint (FastAPI on uvicorn, a free port): the Binary RL
-    prompt gets \\boxed{-1}, the hint prompt a hint and \\boxed{1}; ``n`` choices per request, as the API says."""
-
-    def __init__(self):
-        import threading
-
-        import uvicorn
-        from fastapi import FastAPI
-
-        app, self.requests = FastAPI(), []
-
-        @app.post("/v1/chat/completions")
-        async def chat(body: dict):
-            self.requests.append(body)
-            hint = "HINT_START" in body["messages"][0]["content"]
-            text = "[HINT_START]土耳其的首都是安卡拉。[HINT_END] \\boxed{1}" if hint else "a correction: \\boxed{-1}"
-            return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": k, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                                for k in range(body.get("n", 1))]}
-
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.02)
-        return f"http://127.0.0.1:{self.server.servers[0].sockets[0].getsockname()[1]}"
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(10)
+def _scripted_reply(messages):
+    """The Binary RL prompt gets \\boxed{-1}, the hint prompt a hint and \\boxed{1}."""
+    if "HINT_START" in messages[0]["content"]:
+        return "[HINT_START]土耳其的首都是安卡拉。[HINT_END] \\boxed{1}"
+    return "a correction: \\boxed{-1}"
 
 
 def test_an_openai_compatible_url_as_judge(tmp_path):
     import json
 
-    endpoint = _JudgeEndpoint()
+    endpoint = ScriptedJudge(reply=_scripted_reply)
     with endpoint as url, LiveServer(_cfg(judge=url, judge_model="judge-model", train=False), port=0,
                                      out=tmp_path / "run") as srv:
         c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
