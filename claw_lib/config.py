@@ -29,7 +29,8 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
-           "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS"]
+           "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS",
+           "REVISER_COMBINES"]
 
 
 class SettingError(ValueError):
@@ -89,6 +90,8 @@ ENGINES = ("kit", "trl")
 REVISER_SCOPES = ("sentence", "output")
 #: which LM revises, besides a model name / folder or an OpenAI-compatible URL (``RewardConfig.reviser.model``)
 REVISER_MODELS = ("auto", "none", "base")
+#: how the revision's reading and the rules' combine (``RewardConfig.reviser.combine``)
+REVISER_COMBINES = ("revision", "rules_first", "union")
 
 
 @dataclass
@@ -155,6 +158,10 @@ class ReviserConfig:
     """a candidate's score: agreement with the correction - edit_weight x (1 - similarity); the best valid one wins"""
     retry: bool = True
     """a second prompt for the pairs without a valid candidate, before the fallback to the rules"""
+    combine: str = "revision"
+    """where the LM gave a revision: "revision" (its reading alone), "rules_first" (the rules' reading where they find a
+    contradiction, the revision's where they find none), "union" (the lower reward of both on every word: negative
+    where either reads it as wrong); elsewhere the rules"""
     max_new_tokens: int = 256
     """at most this many tokens per revision (fewer for short texts: 1.5 x the text's tokens + 16)"""
     batch_size: int = 8
@@ -683,6 +690,7 @@ CHOICES: Dict[str, Tuple] = {
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS, "reward.reviser.scope": REVISER_SCOPES,
+    "reward.reviser.combine": REVISER_COMBINES,
 }
 
 

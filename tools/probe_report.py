@@ -16,6 +16,7 @@ so a second run, or the tuning grid on dev, runs without the LM::
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from claw_lib.alignment.encoders import load_encoder
-from claw_lib.config import RewardConfig, ReviserConfig
+from claw_lib.config import REVISER_COMBINES, RewardConfig, ReviserConfig
 from claw_lib.signals.rewards import ARTICLE_RULES
 from claw_lib.text.claims import sentence_spans
 from claw_lib.toy import probe
@@ -50,8 +51,9 @@ SETS = {"v1": (PROBE_SET, (None,)), "v2": (PROBE_V2, ("dev", "test")), "long": (
 if getattr(probe, "PROBE_REAL", None) is not None and Path(probe.PROBE_REAL).exists():
     SETS["real"] = (probe.PROBE_REAL, ("dev", "test"))
 REVISER_SETS = [s for s in ("v2", "long", "real") if s in SETS]
-#: the tuning grid on dev (the LM's replies from the cache): min_similarity x retry x gate
-GRID = {"min_similarity": (0.5, 0.6, 0.7, 0.8, 0.9), "retry": (True, False), "gate": (0.0, 0.35, 0.4, 0.45)}
+#: the tuning grid on dev (the LM's replies from the cache): min_similarity x retry x combine x gate
+GRID = {"min_similarity": (0.6, 0.7, 0.8, 0.9), "retry": (True, False), "combine": REVISER_COMBINES,
+        "gate": (0.0, 0.4)}
 
 
 def measure() -> dict:
@@ -95,12 +97,27 @@ def _rows(sname: str, split: str) -> list:
     return load_probe_set(SETS[sname][0], split)
 
 
+_RULES = {}
+
+
+def _rules(rows, strategy: str, e5) -> list:
+    """The rules' rewards of ``rows`` (computed once per set and strategy: the grid reuses them)."""
+    from claw_lib.signals.rewards import token_rewards
+
+    key = (tuple(r["id"] for r in rows), strategy)
+    if key not in _RULES:
+        _RULES[key] = [token_rewards(r["output"], r["correction"], strategy, encoder=e5, question=r.get("question"))
+                       for r in rows]
+    return [copy.deepcopy(tr) for tr in _RULES[key]]
+
+
 def reviser_results(rows, lm, settings: ReviserConfig, e5, strategy: str = "binary"):
     """(TokenRewards of every row through the reviser, LM seconds per pair)."""
     from claw_lib.signals.reviser import Reviser, revised_rewards
 
     spent = lm.spent
-    out = revised_rewards(rows, strategy, Reviser(lm, settings), RewardConfig(reviser=settings), encoder=e5)
+    out = revised_rewards(rows, strategy, Reviser(lm, settings), RewardConfig(reviser=settings), encoder=e5,
+                          rules=_rules(rows, strategy, e5))
     return out, (lm.spent - spent) / max(len(rows), 1)
 
 
@@ -132,12 +149,12 @@ def tune(lm, e5, base: ReviserConfig) -> tuple:
 
     table, best = [], None
     gates = GRID["gate"] if _has_gate(lm) else (0.0,)
-    for ms, retry, gate in itertools.product(GRID["min_similarity"], GRID["retry"], gates):
-        st = replace(base, min_similarity=ms, retry=retry, gate=gate)
+    for ms, retry, combine, gate in itertools.product(GRID["min_similarity"], GRID["retry"], GRID["combine"], gates):
+        st = replace(base, min_similarity=ms, retry=retry, gate=gate, combine=combine)
         res = {s: probe_metrics(_rows(s, "dev"), "binary", results=reviser_results(_rows(s, "dev"), lm, st, e5)[0])
                for s in REVISER_SETS}
         score = _score(res.values())
-        table.append((ms, retry, gate, score, res))
+        table.append((st, score, res))
         if best is None or score > best[0] + 1e-12:
             best = (score, st)
     return table, best[1]
@@ -281,6 +298,9 @@ def report(res: dict, rv: dict = None) -> str:
     return "\n".join(out)
 
 
+_SHOWN = ("scope", "gate", "samples", "min_similarity", "retry", "combine")
+
+
 def reviser_sections(rv: dict) -> list:
     from dataclasses import asdict
 
@@ -290,7 +310,7 @@ def reviser_sections(rv: dict) -> list:
            "content word; a lexical edit distance between the output's and the correction's words), the rules (the "
            "kit's defaults) and the reviser (`revised_rewards`: its revision where it gave a usable one, the rules "
            "elsewhere). Every LM reply is in `results/probe_reviser_cache.jsonl`.",
-           f"Settings chosen on dev: `{ {k: v for k, v in asdict(st).items() if k in ('scope', 'gate', 'samples', 'min_similarity', 'retry')} }`.", ""]
+           f"Settings chosen on dev: `{ {k: v for k, v in asdict(st).items() if k in _SHOWN} }`.", ""]
     for sname in REVISER_SETS:
         part = {f"{k[0]}, {k[2]}": v for k, v in rv["metrics"].items() if k[1] == sname}
         if not part:
@@ -307,13 +327,15 @@ def reviser_sections(rv: dict) -> list:
     out += ["### Seconds per pair (this 2-core CPU, shared, one thread; the LM's time when its replies were made)", "",
             "| | s/pair |", "|---|---|"] + [f"| {' '.join(k)} | {v:.1f} |" for k, v in rv["seconds"].items()] + [""]
     if rv["grid"]:
-        out += ["### The tuning grid on dev (binary; cells: hit / precision / recall)", "",
-                "| min_similarity | retry | gate | criterion | " + " | ".join(s for s in REVISER_SETS) + " |",
-                "|---|---|---|---|" + "---|" * len(REVISER_SETS)]
-        for ms, retry, gate, score, res in rv["grid"]:
+        out += ["### The tuning grid on dev (binary; criterion: the mean of hit, precision and recall over the dev "
+                "sets; cells: hit / precision / recall)", "",
+                "| min_similarity | retry | combine | gate | criterion | " + " | ".join(REVISER_SETS) + " |",
+                "|---|---|---|---|---|" + "---|" * len(REVISER_SETS)]
+        for st, score, res in rv["grid"]:
             cells = [f"{res[s]['hit_rate']:.2f} / {res[s]['precision']:.2f} / {res[s]['recall']:.2f}" if s in res
                      else "-" for s in REVISER_SETS]
-            out.append(f"| {ms} | {retry} | {gate} | {score:.3f} | " + " | ".join(cells) + " |")
+            out.append(f"| {st.min_similarity} | {st.retry} | {st.combine} | {st.gate} | {score:.3f} | "
+                       + " | ".join(cells) + " |")
         out.append("")
     return out
 
@@ -386,9 +408,10 @@ def publish_json(rv: dict, path: Path, force: bool) -> None:
     doc = {"settings": asdict(rv["settings"]),
            "metrics": {" | ".join(k): _compact(m) for k, m in rv["metrics"].items()},
            "seconds_per_pair": {" ".join(k): round(v, 2) for k, v in rv["seconds"].items()},
-           "grid": [{"min_similarity": ms, "retry": retry, "gate": gate, "criterion": round(score, 4),
+           "grid": [{"min_similarity": st.min_similarity, "retry": st.retry, "combine": st.combine, "gate": st.gate,
+                     "criterion": round(score, 4),
                      **{s: [round(res[s][k], 4) for k in ("hit_rate", "precision", "recall")] for s in res}}
-                    for ms, retry, gate, score, res in rv["grid"] or []]}
+                    for st, score, res in rv["grid"] or []]}
     with atomic_write(path, replace=force) as f:
         f.write(json.dumps(finite(doc), ensure_ascii=False, indent=1) + "\n")
 

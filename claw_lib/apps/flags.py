@@ -78,7 +78,7 @@ ALIGN_FLAGS = {
 REWARD_FLAGS = {"--judge-weight": "reward.judge_weight", "--reviser": "reward.reviser.model",
                 "--reviser-model-name": "reward.reviser.remote_model", "--reviser-scope": "reward.reviser.scope",
                 "--reviser-gate": "reward.reviser.gate", "--reviser-samples": "reward.reviser.samples",
-                "--reviser-min-similarity": "reward.reviser.min_similarity"}
+                "--reviser-min-similarity": "reward.reviser.min_similarity", "--reviser-combine": "reward.reviser.combine"}
 #: ``claw opd``: the policy (also the teacher) and the OPD signal's settings (an OPDConfig)
 OPD_FLAGS = {"--model": "model", "--device": "device", "--dtype": "dtype", "--clip": "opd.clip",
              "--kappa": "opd.kappa", "--w-rl": "opd.w_rl", "--w-opd": "opd.w_opd"}

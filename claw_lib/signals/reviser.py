@@ -10,19 +10,23 @@ What makes it usable on a small model, pair by pair (:meth:`Reviser.revise`, set
 :class:`~claw_lib.config.ReviserConfig`):
 
 1. **Does the reply correct anything?** A pure affirmation ("对，谢谢！", :func:`~claw_lib.text.corrections.
-   clean_correction`) does not: the rules' rewards, no negative word. With ``gate > 0`` the LM is asked yes / no
-   first, and ``P(yes) < gate`` means nothing to correct (thanks, a follow-up question, an aside): no word negative.
+   clean_correction`) does not, nor does a reply that starts with one ("没错，而且…", "Right, and…": the rules read
+   it as an elaboration, where only a negation or a differing number contradicts): the rules' rewards, source "rules".
+   With ``gate > 0`` the LM is asked yes / no first, and ``P(yes) < gate`` means nothing to correct (thanks, a
+   follow-up question, an aside): no word negative.
 2. **Constrained copying** (``scope="sentence"``): in a long output the LM rewrites only the sentences the rules find
    the correction addresses (:func:`~claw_lib.signals.rules.addressed_sentences`); every other character is copied
    from the output as it is. A one-sentence output is rewritten whole.
 3. **Candidates**: the greedy rewrite and ``samples`` sampled ones, every pair's prompts in batches.
-4. **Validation** (:func:`check_candidate`): not empty, readable, not far longer than the text, different from it,
-   and at least ``min_similarity`` similar to it (difflib ratio of the characters): a copy of the correction, a
+4. **Validation** (:func:`check_candidate`): not empty, readable, not far longer than the text, different from it in
+   at least one content word (a comma is no revision), and at least ``min_similarity`` similar to it (difflib ratio of the characters): a copy of the correction, a
    rewrite, garbage or an echo of the prompt fail, each with its reason.
 5. **Score**: agreement with the correction (:func:`agreement`) minus ``edit_weight`` x the edit size; the best valid
    candidate of each text is its revision.
 6. **Retry** once with a second, shorter prompt where no text got a valid candidate; then a clean **fallback** to the
    rules, for that pair alone.
+7. **Combine** (``combine``): the revision's reading alone, the rules first (the revision where they find nothing), or
+   the union of both.
 
 Every result says which path produced it: ``info["source"]`` is "revision" (the LM's reading: a revision, or nothing
 to correct) or "rules" (the fallback, or a pure affirmation); ``info["revision"]`` holds the revision (None when there
@@ -116,8 +120,8 @@ def _unquote(t: str) -> str:
 class Candidate:
     """One reply of the LM judged as a revision. text: the candidate (stripped); similarity to the text it revises
     (0-1); agreement with the correction (0-1); score: agreement - edit_weight x (1 - similarity); why: "ok" or why
-    it was refused ("empty", "unreadable", "too long", "unchanged", "no words", "copied the correction", "rewrote
-    too much")."""
+    it was refused ("empty", "unreadable", "too long", "unchanged", "no content word changed", "no words", "copied the
+    correction", "rewrote too much")."""
 
     text: str
     similarity: float
@@ -146,6 +150,10 @@ def agreement(candidate: str, text: str, correction: str, question: Optional[str
     return float(np.mean(parts)) if parts else 0.5
 
 
+def _content_seq(text: str) -> list:
+    return [value_key(t.text) for t in tokenize(text) if word_kind(t.text) in CONTENT_KINDS]
+
+
 def _fold(t: str) -> str:
     return " ".join(t.casefold().split())
 
@@ -170,6 +178,8 @@ def check_candidate(reply: str, text: str, correction: str, settings: ReviserCon
         why = "too long"
     elif _fold(t) == _fold(text):
         why = "unchanged"
+    elif _content_seq(t) == _content_seq(text):
+        why = "no content word changed"  # a comma, a space, a function word: nothing the correction could reject
     elif not any(ch.isalnum() for ch in t):
         why = "no words"
     elif sim < settings.min_similarity:
@@ -183,8 +193,8 @@ def check_candidate(reply: str, text: str, correction: str, settings: ReviserCon
 class Revision:
     """The reviser's answer for one pair. corrects: the reply corrects something; p_corrects: the gate's P(yes)
     (None: not asked); revision: the text the alignment uses (the output itself when there is nothing to correct;
-    None: no usable revision, the rules decide); why: "revised", "nothing to correct", "affirmation" or "no usable
-    candidate"; spans: the [start, end) character spans of the output that were rewritten; candidates: every
+    None: no usable revision, the rules decide); why: "revised", "nothing to correct", "affirmation", "affirmed" (the
+    reply starts with an affirmation: the rules decide) or "no usable candidate"; spans: the [start, end) character spans of the output that were rewritten; candidates: every
     candidate of every attempt, span by span; attempts: prompts tried."""
 
     output: str
@@ -232,8 +242,10 @@ class Reviser:
                         _spans(p[1], p[3] if len(p) > 3 else None)) for p in pairs]
         ask = []
         for r in res:
-            if clean_correction(r.correction).affirmation or not r.spans:
-                r.corrects, r.revision, r.why = False, r.output, "affirmation" if r.spans else "nothing to correct"
+            cc = clean_correction(r.correction)
+            if cc.affirmation or cc.affirmed or not r.spans:  # the rules read these (elaboration: issue 16)
+                r.corrects, r.revision = False, r.output
+                r.why = "nothing to correct" if not r.spans else "affirmation" if cc.affirmation else "affirmed"
             else:
                 ask.append(r)
         if st.gate > 0 and ask:
@@ -462,12 +474,24 @@ def revised_rewards(rows: Sequence[dict], strategy: str, reviser: Reviser, confi
                             _addressed_spans(r["output"], rl) if scope else None) for r, rl in zip(rows, rules)])
     out = []
     for row, rl, rv in zip(rows, rules, revs):
-        if rv.why == "affirmation" or rv.revision is None:
+        if rv.why in ("affirmation", "affirmed") or rv.revision is None:
             tr, source = rl, "rules"
         elif not rv.corrects or rv.revision == row["output"]:
             tr, source = _unchanged(row["output"], strategy, cfg), "revision"
         else:
-            tr, source = revision_rewards(row["output"], rv.revision, strategy, cfg, encoder), "revision"
+            tr, source = _combined(revision_rewards(row["output"], rv.revision, strategy, cfg, encoder), rl,
+                                   reviser.settings.combine)
         tr.info.update({"source": source, "revision": rv.revision, "reviser": rv.to_dict()})
         out.append(tr)
     return out
+
+
+def _combined(rev: TokenRewards, rules: TokenRewards, combine: str) -> Tuple[TokenRewards, str]:
+    """A revision's rewards combined with the rules' (``ReviserConfig.combine``); returns (rewards, source)."""
+    if combine == "rules_first" and rules.rejected.any():
+        return rules, "rules"
+    if combine == "union":
+        rev.rewards = np.minimum(rev.rewards, rules.rewards)
+        rev.rejected = rev.rejected | rules.rejected
+        rev.info["rules_evidence"] = rules.info.get("evidence")
+    return rev, "revision"

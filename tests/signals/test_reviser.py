@@ -89,17 +89,38 @@ def test_the_gate_decides_there_is_nothing_to_correct_and_no_word_is_negative(e5
     assert [c[0] for c in lm.calls] == ["chat"]  # gate 0: never asked
 
 
-def test_an_affirmation_asks_nothing_and_keeps_the_rules_rewards(e5):
+@pytest.mark.parametrize("reply, why", [("对，谢谢！", "affirmation"), ("对，而且伦敦也很大。", "affirmed"),
+                                        ("Right, and it is big too.", "affirmed")])
+def test_an_affirmation_asks_nothing_and_keeps_the_rules_rewards(e5, reply, why):
     lm = Scripted(swap("伦敦", "巴黎"))
-    row = {"output": ZH["output"], "correction": "对，谢谢！"}
+    row = {"output": ZH["output"], "correction": reply}
     tr = revised_rewards([row], "binary", Reviser(lm, ReviserConfig(gate=0.5)), encoder=e5)[0]
-    assert lm.calls == [] and tr.info["source"] == "rules" and tr.info["reviser"]["why"] == "affirmation"
+    assert lm.calls == [] and tr.info["source"] == "rules" and tr.info["reviser"]["why"] == why
     assert tr.rewards.tolist() == token_rewards(row["output"], row["correction"], encoder=e5).rewards.tolist()
+
+
+def test_the_revision_and_the_rules_combine_as_set(e5):
+    row = {"output": "The river is 500 km long and 80 km wide.", "correction": "No, 600 km long."}
+    rules = token_rewards(row["output"], row["correction"], "binary", encoder=e5)
+    assert [t.text for t, r in zip(rules.tokens, rules.rewards) if r < 0] == ["500"]
+    lm = Scripted(swap("80", "90"))  # a revision that reads the correction wrong
+    got = {c: revised_rewards([row], "binary", Reviser(lm, ReviserConfig(combine=c)), encoder=e5)[0]
+           for c in ("revision", "rules_first", "union")}
+    neg = {c: [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] for c, tr in got.items()}
+    assert neg == {"revision": ["80"], "rules_first": ["500"], "union": ["500", "80"]}
+    assert [tr.info["source"] for tr in got.values()] == ["revision", "rules", "revision"]
+    assert got["union"].rewards.tolist() == np.minimum(got["revision"].rewards, rules.rewards).tolist()
+    quiet = {"output": "The river is 500 km long.", "correction": "Hm, 600?"}  # the rules find nothing here
+    tr = revised_rewards([quiet], "binary", Reviser(Scripted(swap("500", "600")), ReviserConfig(combine="rules_first")),
+                         encoder=e5)[0]
+    if not token_rewards(quiet["output"], quiet["correction"], encoder=e5).rejected.any():
+        assert tr.info["source"] == "revision" and [t.text for t in np.array(tr.tokens)[tr.rejected]] == ["500"]
 
 
 @pytest.mark.parametrize("reply, why", [
     ("", "empty"), ("   ", "empty"), ("\ud800伦敦", "unreadable"), ("法国的首都是巴黎，" * 8 + "。", "too long"),
     ("法国的首都是伦敦。", "unchanged"), ("  法国的首都是伦敦。 ", "unchanged"), ("。。。！", "no words"),
+    ("法国的首都，是伦敦。", "no content word changed"), ("法国首都是伦敦。", "no content word changed"),
     ("不对，是巴黎。", "copied the correction"), ("他们说的首都是一个很大的城市吧。", "rewrote too much"),
     ("法国的首都是巴黎。", "ok"), ("Corrected answer: 法国的首都是巴黎。", "ok"), ("“法国的首都是巴黎。”", "ok")])
 def test_each_candidate_gets_its_reason(reply, why):
