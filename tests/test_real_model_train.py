@@ -1,21 +1,17 @@
 """tools/real_model_train.py's reading of a run (issue 36), without a real model: correctness apart from each style
 check, the samples' first-token signal, the adapter's update size, and the summaries a group writes."""
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.tool_module import load_tool
 
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("real_model_train", ROOT / "tools" / "real_model_train.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("real_model_train")
 
 
 def _lines(path: Path, rows) -> None:
