@@ -70,10 +70,10 @@ RUNS.update({
                                   "--steps", "6", "--lr", "5e-5", *PILOT], 1800),
 })
 #: the setting chosen on the dev quarter (learning_pilots.md), trained on every training question and reported once
-#: on the held-out quarter, each of its 36 questions once (``--eval-split heldout``), two seeds
+#: on the held-out quarter, each of its 36 questions once (``--eval-split heldout``), three seeds
 FINAL = ["--strategy", "opd_kl", "--user", "student", "--lr", "5e-5", "--batch-size", "4", "--steps", "12",
          "--eval-split", "heldout", "--eval-size", "36", "--eval-every", "2"]
-RUNS.update({f"final_seed{k}": ([*FINAL, "--seed", str(k)], 3600) for k in (0, 1)})
+RUNS.update({f"final_seed{k}": ([*FINAL, "--seed", str(k)], 3600) for k in (0, 1, 2)})
 #: the summaries: file stem -> the runs it reads
 GROUPS = {"train_runs": ["binary", "continuous", "attempt"],
           "learning_pilots": [n for n in RUNS if n.startswith("pilot_")],
