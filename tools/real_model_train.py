@@ -287,7 +287,9 @@ INTROS = {
     "learning_pilots": "Settings chosen here: each run trains on the training questions without the dev quarter and "
                        "answers 20 of the dev quarter's 40 questions greedily, each once (`--eval-split dev`). "
                        "correct: share of right answers; style: mean share of the persona's checks met; style_all: "
-                       "share meeting every check; check/*: each check's share.",
+                       "share meeting every check; check/*: each check's share. The last two, "
+                       "pilot_rkl_student_lr5e-5 and pilot_kl_teacher_lr5e-5, ran after the held-out report "
+                       "(learning.md) had been read: no part of its choice.",
     "learning": "The setting chosen on the dev quarter, trained on every training question and evaluated on each of "
                 "the 36 held-out questions once (`--eval-split heldout`); read once, for this report. Columns as in "
                 "learning_pilots.md; the training side per step is in learning_steps.csv.",
