@@ -32,13 +32,17 @@ def rule_reply(messages: List[dict]) -> str:
 
 
 class ScriptedJudge:
-    """Use as ``with ScriptedJudge() as url: ...``; ``url`` is ``http://127.0.0.1:PORT``."""
+    """Use as ``with ScriptedJudge() as url: ...``; ``url`` is ``http://127.0.0.1:PORT``. logprobs: ``messages ->`` the
+    choice's ``logprobs`` object (None: none), for clients that read the first token's top log-probs (the reviser's
+    gate, tests/signals/test_reviser.py)."""
 
-    def __init__(self, reply: Optional[Callable[[List[dict]], str]] = None):
+    def __init__(self, reply: Optional[Callable[[List[dict]], str]] = None,
+                 logprobs: Optional[Callable[[List[dict]], Optional[dict]]] = None):
         import uvicorn
         from fastapi import FastAPI
 
         app, self.requests, self.reply = FastAPI(), [], reply or rule_reply
+        self.logprobs = logprobs or (lambda messages: None)
 
         @app.get("/v1/models")
         async def models():
@@ -49,7 +53,8 @@ class ScriptedJudge:
             self.requests.append(body)
             return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                     "choices": [{"index": k, "message": {"role": "assistant", "content": self.reply(body["messages"])},
-                                 "finish_reason": "stop"} for k in range(body.get("n", 1))]}
+                                 "finish_reason": "stop", "logprobs": self.logprobs(body["messages"])}
+                                for k in range(body.get("n", 1))]}
 
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)

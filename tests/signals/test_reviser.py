@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 
 import numpy as np
 import pytest
@@ -20,6 +19,12 @@ from claw_lib.signals.reviser import (CachedLM, Reviser, agreement, auto_reviser
 from claw_lib.signals.reviser_lm import LocalLM, parse_yes
 from claw_lib.signals.rewards import token_rewards
 from claw_lib.text.tokens import tokenize
+
+
+def revision_first(**kw) -> ReviserConfig:
+    """Settings with combine "revision": most tests here are about the revision's own path (the default, "rules_first",
+    and "union" are tested in test_the_revision_and_the_rules_combine_as_set)."""
+    return ReviserConfig(**{"combine": "revision", **kw})
 
 
 class Scripted:
@@ -67,7 +72,7 @@ EN = {"output": "The capital of France is London. It has many museums.", "correc
 
 
 def test_a_revision_gives_the_changed_word_the_reject_reward_and_says_its_source(e5):
-    tr = revised_rewards([ZH], "binary", Reviser(Scripted(swap("伦敦", "巴黎"))), encoder=e5)[0]
+    tr = revised_rewards([ZH], "binary", Reviser(Scripted(swap("伦敦", "巴黎")), revision_first()), encoder=e5)[0]
     assert [t.text for t in tr.tokens] == ["法国", "的", "首都", "是", "伦敦", "。"]
     assert tr.rewards.tolist() == [0.5, 0.5, 0.5, 0.5, -1.0, 0.5]
     assert tr.info["source"] == "revision" and tr.info["revision"] == "法国的首都是巴黎。"
@@ -76,16 +81,16 @@ def test_a_revision_gives_the_changed_word_the_reject_reward_and_says_its_source
 
 def test_the_gate_decides_there_is_nothing_to_correct_and_no_word_is_negative(e5):
     lm = Scripted(swap("伦敦", "巴黎"), p_yes=0.2)
-    tr = revised_rewards([ZH], "continuous", Reviser(lm, ReviserConfig(gate=0.5)), encoder=e5)[0]
+    tr = revised_rewards([ZH], "continuous", Reviser(lm, revision_first(gate=0.5)), encoder=e5)[0]
     assert tr.info["source"] == "revision" and tr.info["revision"] == ZH["output"]
     assert tr.info["reviser"]["why"] == "nothing to correct" and tr.info["reviser"]["p_corrects"] == 0.2
     assert (tr.rewards == RewardConfig().hi).all() and not tr.rejected.any()
     assert [c[0] for c in lm.calls] == ["yes"]  # nothing was rewritten
     lm = Scripted(swap("伦敦", "巴黎"), p_yes=0.8)
-    tr = revised_rewards([ZH], "binary", Reviser(lm, ReviserConfig(gate=0.5)), encoder=e5)[0]
+    tr = revised_rewards([ZH], "binary", Reviser(lm, revision_first(gate=0.5)), encoder=e5)[0]
     assert tr.info["reviser"]["why"] == "revised" and [c[0] for c in lm.calls] == ["yes", "chat"]
     lm = Scripted(swap("伦敦", "巴黎"))
-    revised_rewards([ZH], "binary", Reviser(lm, ReviserConfig(gate=0.0)), encoder=e5)
+    revised_rewards([ZH], "binary", Reviser(lm, revision_first(gate=0.0)), encoder=e5)
     assert [c[0] for c in lm.calls] == ["chat"]  # gate 0: never asked
 
 
@@ -94,7 +99,7 @@ def test_the_gate_decides_there_is_nothing_to_correct_and_no_word_is_negative(e5
 def test_an_affirmation_asks_nothing_and_keeps_the_rules_rewards(e5, reply, why):
     lm = Scripted(swap("伦敦", "巴黎"))
     row = {"output": ZH["output"], "correction": reply}
-    tr = revised_rewards([row], "binary", Reviser(lm, ReviserConfig(gate=0.5)), encoder=e5)[0]
+    tr = revised_rewards([row], "binary", Reviser(lm, revision_first(gate=0.5)), encoder=e5)[0]
     assert lm.calls == [] and tr.info["source"] == "rules" and tr.info["reviser"]["why"] == why
     assert tr.rewards.tolist() == token_rewards(row["output"], row["correction"], encoder=e5).rewards.tolist()
 
@@ -104,7 +109,7 @@ def test_the_revision_and_the_rules_combine_as_set(e5):
     rules = token_rewards(row["output"], row["correction"], "binary", encoder=e5)
     assert [t.text for t, r in zip(rules.tokens, rules.rewards) if r < 0] == ["500"]
     lm = Scripted(swap("80", "90"))  # a revision that reads the correction wrong
-    got = {c: revised_rewards([row], "binary", Reviser(lm, ReviserConfig(combine=c)), encoder=e5)[0]
+    got = {c: revised_rewards([row], "binary", Reviser(lm, revision_first(combine=c)), encoder=e5)[0]
            for c in ("revision", "rules_first", "union")}
     neg = {c: [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] for c, tr in got.items()}
     assert neg == {"revision": ["80"], "rules_first": ["500"], "union": ["500", "80"]}
@@ -149,7 +154,7 @@ def test_agreement_and_score_by_hand():
 def test_the_best_scoring_valid_candidate_wins_and_samples_are_asked_for(e5):
     replies = ["法国的首都是罗马。", "法国的首都是巴黎。", "不对"]  # agreement 0, 1; the last is refused
     lm = Scripted(lambda text, prompt: replies)
-    tr = revised_rewards([ZH], "binary", Reviser(lm, ReviserConfig(samples=2)), encoder=e5)[0]
+    tr = revised_rewards([ZH], "binary", Reviser(lm, revision_first(samples=2)), encoder=e5)[0]
     assert lm.calls[0][3] == 2 and tr.info["revision"] == "法国的首都是巴黎。"
     whys = [c["why"] for c in tr.info["reviser"]["candidates"]]
     assert whys == ["ok", "ok", "copied the correction"]
@@ -158,18 +163,18 @@ def test_the_best_scoring_valid_candidate_wins_and_samples_are_asked_for(e5):
 
 def test_a_retry_follows_when_no_candidate_is_valid_and_uses_the_output_language(e5):
     lm = Scripted(lambda text, prompt: [text.replace("伦敦", "巴黎") if "原文" in prompt else text])
-    tr = revised_rewards([ZH], "binary", Reviser(lm), encoder=e5)[0]
+    tr = revised_rewards([ZH], "binary", Reviser(lm, revision_first()), encoder=e5)[0]
     assert tr.info["reviser"]["attempts"] == 2 and tr.info["revision"] == "法国的首都是巴黎。"
     assert "原文：法国的首都是伦敦。" in lm.calls[1][1][0]  # the Chinese retry prompt
     lm = Scripted(lambda text, prompt: [text])
-    tr = revised_rewards([ZH], "binary", Reviser(lm, ReviserConfig(retry=False)), encoder=e5)[0]
+    tr = revised_rewards([ZH], "binary", Reviser(lm, revision_first(retry=False)), encoder=e5)[0]
     assert len(lm.calls) == 1 and tr.info["reviser"]["attempts"] == 1 and tr.info["source"] == "rules"
 
 
 def test_the_fallback_to_the_rules_is_per_pair_and_the_lm_is_called_in_batches(e5):
     rows = [ZH, {"output": "水的沸点是九十度。", "correction": "一百度。"}, {"output": "2 + 2 = 5.", "correction": "No, 4."}]
     lm = Scripted(lambda text, prompt: [text.replace("伦敦", "巴黎").replace("5", "4")])
-    out = revised_rewards(rows, "binary", Reviser(lm), encoder=e5)
+    out = revised_rewards(rows, "binary", Reviser(lm, revision_first()), encoder=e5)
     assert [tr.info["source"] for tr in out] == ["revision", "rules", "revision"]
     assert len(lm.calls) == 2 and len(lm.calls[0][1]) == 3 and len(lm.calls[1][1]) == 1  # all, then the retry
     rules = token_rewards(rows[1]["output"], rows[1]["correction"], "binary", encoder=e5)
@@ -183,14 +188,14 @@ def test_in_a_long_output_only_the_addressed_sentence_is_rewritten(e5):
     def rewrite(text, prompt):
         seen.append(text)
         return [text.replace("London", "Paris").replace("many", "few")]
-    tr = revised_rewards([EN], "binary", Reviser(Scripted(rewrite)), encoder=e5)[0]
+    tr = revised_rewards([EN], "binary", Reviser(Scripted(rewrite), revision_first()), encoder=e5)[0]
     assert seen == ["The capital of France is London."]  # the second sentence is copied, never shown
     assert tr.info["revision"] == "The capital of France is Paris. It has many museums."
     assert tr.info["reviser"]["spans"] == [[0, 32]]
     neg = [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0]
     assert neg == ["London"]
     seen.clear()
-    tr = revised_rewards([EN], "binary", Reviser(Scripted(rewrite), ReviserConfig(scope="output")), encoder=e5)[0]
+    tr = revised_rewards([EN], "binary", Reviser(Scripted(rewrite), revision_first(scope="output")), encoder=e5)[0]
     assert seen == [EN["output"]] and [t.text for t, r in zip(tr.tokens, tr.rewards) if r < 0] == ["London", "many"]
 
 
@@ -227,7 +232,7 @@ _TEXT = st.lists(_WORDS, max_size=12).map("".join)
        gate=st.sampled_from([0.0, 0.5]))
 def test_one_finite_reward_per_output_word_whatever_the_input(e5, output, correction, replies, strategy, scope, gate):
     lm = Scripted(lambda text, prompt: replies, p_yes=lambda prompt: len(prompt) % 3 / 2)
-    cfg = ReviserConfig(samples=2, scope=scope, gate=gate)
+    cfg = ReviserConfig(samples=2, scope=scope, gate=gate)  # the default combine: rules_first
     tr = revised_rewards([{"output": output, "correction": correction}], strategy, Reviser(lm, cfg),
                          RewardConfig(reviser=cfg), encoder=e5)[0]
     assert len(tr.rewards) == len(tokenize(output)) == len(tr.rejected)
@@ -239,19 +244,19 @@ def test_the_cache_answers_a_second_run_without_the_lm(tmp_path, e5):
     path = tmp_path / "replies.jsonl"
     lm = Scripted(swap("伦敦", "巴黎"), p_yes=0.7)
     first = revised_rewards([ZH], "binary", Reviser(CachedLM(lm, path, lambda m: {"id": "zh-1"}),
-                                                    ReviserConfig(gate=0.5)), encoder=e5)[0]
+                                                    revision_first(gate=0.5)), encoder=e5)[0]
     lines = [json.loads(x) for x in path.read_text("utf-8").splitlines()]
     assert [x["kind"] for x in lines] == ["yes", "chat"] and lines[1]["reply"] == ["法国的首都是巴黎。"]
     assert lines[0]["reply"] == 0.7 and all(x["id"] == "zh-1" for x in lines)
     again = CachedLM(None, path)  # no LM: every reply from the file
-    second = revised_rewards([ZH], "binary", Reviser(again, ReviserConfig(gate=0.5)), encoder=e5)[0]
+    second = revised_rewards([ZH], "binary", Reviser(again, revision_first(gate=0.5)), encoder=e5)[0]
     assert second.rewards.tolist() == first.rewards.tolist() and again.hits == 2 and again.misses == 0
     with pytest.raises(KeyError, match="no cached reply"):
-        revised_rewards([EN], "binary", Reviser(again), encoder=e5)
+        revised_rewards([EN], "binary", Reviser(again, revision_first()), encoder=e5)
 
 
 def test_bad_input_gets_one_line_errors(e5):
-    rv = Reviser(Scripted(swap("a", "b")))
+    rv = Reviser(Scripted(swap("a", "b")), revision_first())
     for call, match in [
         (lambda: revised_rewards([ZH], "perplexity", rv, encoder=e5), "binary, continuous, sentence rewards"),
         (lambda: revised_rewards([{"output": "x"}], "binary", rv, encoder=e5), "row 0: needs string fields"),
@@ -279,60 +284,35 @@ def test_which_lm_revises():
     assert parse_yes("Yes.") == 1.0 and parse_yes(" no") == 0.0 and parse_yes("是的") == 1.0 and parse_yes("?") is None
 
 
-class _Endpoint:
-    """A scripted OpenAI-compatible endpoint (FastAPI on uvicorn, a free port): /v1/models lists one model; a gate
-    prompt gets "yes" with top log-probs (yes -0.2, no -1.8, "Y" -3), any other prompt the text to rewrite with
-    London -> Paris; ``n`` choices per request."""
+def _endpoint():
+    """The scripted OpenAI-compatible endpoint (tests/scripted_judge.py): a gate prompt gets "yes" with top log-probs
+    (yes -0.2, no -1.8, "Y" -3), any other prompt the text it asks to rewrite with London -> Paris."""
+    from tests.scripted_judge import ScriptedJudge
 
-    def __init__(self):
-        import threading
+    def gate(messages):
+        return "Answer with one word" in messages[-1]["content"]
 
-        import uvicorn
-        from fastapi import FastAPI
+    def reply(messages):
+        return "yes" if gate(messages) else Scripted.text_of(messages[-1]["content"]).replace("London", "Paris")
 
-        app, self.requests = FastAPI(), []
-
-        @app.get("/v1/models")
-        async def models():
-            return {"object": "list", "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "t"}]}
-
-        @app.post("/v1/chat/completions")
-        async def chat(body: dict):
-            self.requests.append(body)
-            prompt = body["messages"][-1]["content"]
-            gate = "Answer with one word" in prompt
-            text = "yes" if gate else Scripted.text_of(prompt).replace("London", "Paris")
-            lp = {"content": [{"token": "yes", "logprob": -0.2, "bytes": None, "top_logprobs": [
-                {"token": t, "logprob": v, "bytes": None} for t, v in (("yes", -0.2), ("no", -1.8), ("Y", -3.0))]}]}
-            return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": k, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
-                                 "logprobs": lp if gate else None} for k in range(body.get("n", 1))]}
-
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.02)
-        return f"http://127.0.0.1:{self.server.servers[0].sockets[0].getsockname()[1]}"
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(10)
+    def logprobs(messages):
+        top = [{"token": t, "logprob": v, "bytes": None} for t, v in (("yes", -0.2), ("no", -1.8), ("Y", -3.0))]
+        return {"content": [{"token": "yes", "logprob": -0.2, "bytes": None, "top_logprobs": top}]} if gate(
+            messages) else None
+    return ScriptedJudge(reply, logprobs)
 
 
 def test_an_openai_compatible_url_revises_through_the_official_client(e5):
-    endpoint = _Endpoint()
+    endpoint = _endpoint()
     with endpoint as url:
-        rv = load_reviser(url, settings=ReviserConfig(gate=0.5, samples=1))
+        rv = load_reviser(url, settings=ReviserConfig(gate=0.5, samples=1, combine="revision"))
         tr = revised_rewards([{"output": "The capital of France is London.", "correction": "No, Paris."}], "binary",
                              rv, encoder=e5)[0]
     assert tr.info["source"] == "revision" and tr.info["revision"] == "The capital of France is Paris."
     p = math.exp(-0.2) / (math.exp(-0.2) + math.exp(-1.8))  # "Y" is neither yes nor no
     assert tr.info["reviser"]["p_corrects"] == pytest.approx(p, abs=1e-9)
     gate, greedy, sampled = endpoint.requests
-    assert gate["max_tokens"] == 1 and gate["top_logprobs"] == 10 and gate["model"] == "scripted"
+    assert gate["max_tokens"] == 1 and gate["top_logprobs"] == 10 and gate["model"] == "scripted-judge"
     assert greedy["temperature"] == 0.0 and sampled["n"] == 1 and sampled["temperature"] == 0.7
 
 
@@ -350,14 +330,15 @@ def test_an_endpoint_that_does_not_answer_is_refused_in_one_line():
 def test_claw_rewards_with_a_reviser_url_single_pair_and_batch(tmp_path, capsys):
     from claw_lib.apps.cli import main
 
-    endpoint = _Endpoint()
+    endpoint = _endpoint()
     with endpoint as url:
         assert main(["rewards", "The capital of France is London.", "No, Paris.", "--reviser", url,
-                     "--no-color"]) == 0
+                     "--reviser-combine", "revision", "--no-color"]) == 0
         text = capsys.readouterr().out
         assert "source=revision" in text and "revision: 'The capital of France is Paris.'" in text
         assert "London[-1.00]" in text and "capital[+0.50]" in text
-        assert main(["rewards", "The capital of France is London.", "No, Paris.", "--reviser", url, "--json"]) == 0
+        assert main(["rewards", "The capital of France is London.", "No, Paris.", "--reviser", url, "--json",
+                     "--reviser-combine", "revision"]) == 0
         d = json.loads(capsys.readouterr().out)
         assert d["source"] == "revision" and d["revision"] == "The capital of France is Paris."
         src = tmp_path / "in.jsonl"
@@ -365,7 +346,7 @@ def test_claw_rewards_with_a_reviser_url_single_pair_and_batch(tmp_path, capsys)
                                   "not json", json.dumps({"output": "x" * 5000, "correction": "y"}),
                                   json.dumps({"output": "Berlin is in Spain.", "correction": "Germany."})]) + "\n")
         n = len(endpoint.requests)
-        assert main(["rewards", "--input", str(src), "--reviser", url]) == 1  # two lines fail, each alone
+        assert main(["rewards", "--input", str(src), "--reviser", url, "--reviser-combine", "revision"]) == 1
         lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x.get("source") for x in lines] == ["revision", None, None, "rules"]
     assert lines[1]["line"] == 2 and "not valid JSON" in lines[1]["error"] and "max-chars" in lines[2]["error"]
@@ -375,7 +356,7 @@ def test_claw_rewards_with_a_reviser_url_single_pair_and_batch(tmp_path, capsys)
 def test_the_explorer_shows_the_revision_and_its_source(e5):
     from claw_lib.apps.explorer import report_html
 
-    page = report_html(ZH["output"], ZH["correction"], reviser=Reviser(Scripted(swap("伦敦", "巴黎"))), encoder=e5,
+    page = report_html(ZH["output"], ZH["correction"], reviser=Reviser(Scripted(swap("伦敦", "巴黎")), revision_first()), encoder=e5,
                        embed_png=False)
     assert "source: <b>revision</b> (revised); revision: 法国的首都是巴黎。" in page
     assert "claw-source" not in report_html(ZH["output"], ZH["correction"], encoder=e5, embed_png=False)
@@ -397,7 +378,7 @@ def test_the_training_loop_reads_the_corrections_through_the_runs_reviser(e5):
     cfg = PPOConfig(strategy="binary", subtokens="first")
     rules = _token_reward_rows(ro, cfg, Scorer(tok, encoder=e5))
     lm = Scripted(swap("伦敦", "巴黎"))
-    revised = _token_reward_rows(ro, cfg, Scorer(tok, encoder=e5, reviser=Reviser(lm)))
+    revised = _token_reward_rows(ro, cfg, Scorer(tok, encoder=e5, reviser=Reviser(lm, revision_first())))
     assert len(lm.calls) == 1 and len(revised[0][0]) == len(ro.response_ids[0])
     assert revised[0][0].min() == -1.0 and rules[0][0].tolist() != revised[0][0].tolist()  # 法国的首都 now +0.5
     pair = [{"output": text, "correction": "不对，是巴黎。", "question": "法国的首都是哪里？"}]

@@ -11,28 +11,8 @@ differs. Measured with Qwen2.5-Coder-0.5B-Instruct on a shared 2-core CPU (one t
 (loading the model included); its quality on the probe sets is in results/probe_sets.md.
 """
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-MODEL = os.environ.get("CLAW_REAL_MODEL")
-DEVICE = os.environ.get("CLAW_REAL_DEVICE", "cpu")
-
-pytestmark = [pytest.mark.real_model,
-              pytest.mark.skipif(not MODEL, reason="set CLAW_REAL_MODEL=/path/to/a/local/instruct-LM folder to run "
-                                                   "the reviser's real-model check (docs/real_model.md)")]
-
-
-def claw(*args, timeout=3600):
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    r = subprocess.run([sys.executable, "-m", "claw_lib.apps.cli", *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, env=env, cwd=ROOT)
-    assert r.returncode in (0, 1), f"claw {' '.join(map(str, args[:2]))} failed ({r.returncode}): {r.stderr[-2000:]}"
-    return r
+from tests.test_real_model import claw, DEVICE, MODEL, pytestmark  # noqa: F401 (the same opt-in and command)
 
 
 def _check(d, output):
