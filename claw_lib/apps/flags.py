@@ -65,7 +65,7 @@ TRAIN_FLAGS = {
     "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--eval-split": "task.eval_split",
     "--chain-reward": "task.chain_reward",
     "--lora-impl": "lora_impl", "--judge": "opd.judge", "--judge-model": "opd.judge_model", "--judge-votes": "opd.m",
-    "--distill": "loss.distill",
+    "--distill": "loss.distill", "--reviser": "reward.reviser.model",
 }
 #: ``claw align`` and ``claw rewards``: the alignment's settings (``PPOConfig.reward.align``, an AlignConfig)
 ALIGN_FLAGS = {

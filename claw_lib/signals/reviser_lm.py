@@ -141,7 +141,7 @@ class LocalLM:
 
 class RemoteLM:
     """An OpenAI-compatible endpoint (vLLM, SGLang, ``claw serve``, a hosted API) through the official ``openai``
-    client. url: ``http://host:port`` with or without ``/v1``; model: the name to ask for (empty: the first one its
+    client, ``batch_size`` requests in flight at once. url: ``http://host:port`` with or without ``/v1``; model: the name to ask for (empty: the first one its
     ``/v1/models`` lists, asked at once: an endpoint that cannot be reached is refused here with one line). A request
     that fails later gives empty replies (that pair falls back to the rules) and is counted in ``failures``."""
 
@@ -177,37 +177,45 @@ class RemoteLM:
             self.failures += 1
         return out[:n]
 
+    @staticmethod
+    def _parallel(fn, items, batch_size: int) -> list:
+        """``fn`` on every item, ``batch_size`` requests in flight at once (a serving engine batches them), in order."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(batch_size, len(items) or 1))) as pool:
+            return list(pool.map(fn, items))
+
     def chat(self, conversations, budgets: Sequence[int], samples: int, temperature: float, seed: int,
              batch_size: int) -> List[List[str]]:
-        out = []
-        for m, b in zip(conversations, budgets):
+        def one(mb):
+            m, b = mb
             texts = [c.message.content or "" for c in self._ask(m, 1, 0.0, b)] or [""]
             if samples > 0:
                 got = [c.message.content or "" for c in self._ask(m, samples, temperature, b)]
                 texts += got + [""] * (samples - len(got))
-            out.append(texts)
-        return out
+            return texts
+        return self._parallel(one, list(zip(conversations, budgets)), batch_size)
 
     def yes_probability(self, conversations, batch_size: int) -> List[float]:
         """From the first token's top log-probs where the server returns them (P(yes) / (P(yes) + P(no))), else from
         the greedy reply's first word (1 / 0; 0.5 when it is neither, or the request failed)."""
+        return self._parallel(self._yes, list(conversations), batch_size)
+
+    def _yes(self, messages) -> float:
         import math
 
-        out = []
-        for m in conversations:
-            got = self._ask(m, 1, 0.0, 1, logprobs=True, top_logprobs=10)
-            p = None
-            if got and got[0].logprobs and got[0].logprobs.content:
-                mass = {"yes": 0.0, "no": 0.0}
-                for t in got[0].logprobs.content[0].top_logprobs:
-                    y = parse_yes(t.token)
-                    if y is not None:
-                        mass["yes" if y else "no"] += math.exp(t.logprob)
-                p = mass["yes"] / (mass["yes"] + mass["no"]) if mass["yes"] + mass["no"] > 0 else None
-            if p is None and got:
-                p = parse_yes(got[0].message.content or "")
-            out.append(0.5 if p is None else float(p))
-        return out
+        got = self._ask(messages, 1, 0.0, 1, logprobs=True, top_logprobs=10)
+        p = None
+        if got and got[0].logprobs and got[0].logprobs.content:
+            mass = {"yes": 0.0, "no": 0.0}
+            for t in got[0].logprobs.content[0].top_logprobs:
+                y = parse_yes(t.token)
+                if y is not None:
+                    mass["yes" if y else "no"] += math.exp(t.logprob)
+            p = mass["yes"] / (mass["yes"] + mass["no"]) if mass["yes"] + mass["no"] > 0 else None
+        if p is None and got:
+            p = parse_yes(got[0].message.content or "")
+        return 0.5 if p is None else float(p)
 
 
 class CachedLM:
