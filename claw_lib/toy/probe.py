@@ -27,7 +27,7 @@ import numpy as np
 from ..config import RewardConfig
 from ..signals.rewards import token_rewards
 
-__all__ = ["world_rows", "PROBE_SET", "PROBE_V2", "PROBE_LONG", "load_probe_set", "split_of", "probe_metrics", "judge_can_read",
+__all__ = ["world_rows", "PROBE_SET", "PROBE_V2", "PROBE_LONG", "PROBE_REAL", "load_probe_set", "split_of", "probe_metrics", "judge_can_read",
            "probe_table",
            "quality_table"]
 
@@ -37,6 +37,9 @@ PROBE_V2 = Path(__file__).resolve().parents[2] / "data" / "probe_v2.jsonl"
 #: the 180-pair set of long outputs (2-5 sentences) and free corrections, with a question per row (issue 23,
 #: ``data/probe_long.md``)
 PROBE_LONG = Path(__file__).resolve().parents[2] / "data" / "probe_long.jsonl"
+#: the real-output set: answers a real 0.5B instruct model wrote (2-5 sentences), corrected in every style, with a
+#: question per row (issue 35, ``data/probe_real.md``)
+PROBE_REAL = Path(__file__).resolve().parents[2] / "data" / "probe_real.jsonl"
 
 _STYLES = ("restate", "free",  # v2
            "quote_reject", "value_only", "reason", "swap", "one_word", "aside", "restate_one", "confirm")  # long
