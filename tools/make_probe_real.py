@@ -1,13 +1,14 @@
-"""Build the real-output probe set (issue 35): a real instruct model answers, a person labels, a fixed split.
+"""Build the real-output probe set (issue 35): a real instruct model answers, a reader labels, a fixed split.
 
-Two steps, both recorded under ``results/probe_real/``:
+Three steps, all recorded under ``results/probe_real/`` (card: ``data/probe_real.md``):
 
-``generate``: Qwen2.5-Coder-0.5B-Instruct (the fp32 folder made as ``../shared/notes/review-realmodel.md`` §0
-  says) answers every question of ``results/probe_real/questions.tsv`` (``lang<TAB>question``) through its chat
-  template, with a two-to-four-sentence instruction in the question's language, batched with left padding,
-  greedy (or sampled, ``--temperature``), ``max_new_tokens`` 120, one CPU thread. Writes one JSON line per answer
-  to ``results/probe_real/generations[-<tag>].jsonl`` (the provenance of every output in the set) and never
-  overwrites an existing file.
+``generate``: Qwen2.5-Coder-0.5B-Instruct (the fp32 folder made as ``../shared/notes/review-realmodel.md`` §0 says)
+  answers every question of a ``lang<TAB>question`` file (``--questions``, default ``questions.tsv``) through its
+  chat template (``--system`` replaces the template's default system message), with a sentence-count instruction in
+  the question's language (``--instruction-zh`` / ``--instruction-en``), batched with left padding, greedy (or
+  sampled, ``--temperature``), one CPU thread. Writes one JSON line per answer to
+  ``results/probe_real/generations[-<tag>].jsonl`` (the provenance of every output in the set; appended batch by
+  batch to a ``.part`` file while it runs) and the settings to ``.meta.json`` beside it; never overwrites a file.
 
 ``build``: turns the hand-written labels (``results/probe_real/labels.jsonl``: one line per kept answer, the
   generation id, style, kind, correction, and the rejected / unaddressed claims as quoted substrings of the
@@ -15,11 +16,15 @@ Two steps, both recorded under ``results/probe_real/``:
   dev/test split drawn once (stratified by language and style, ``random.Random(SEED)``). The split of a row that
   is already in ``data/probe_real.jsonl`` is kept, so relabelling never re-draws it.
 
+``tables``: prints the data card's count tables from ``data/probe_real.jsonl``.
+
 No reward, alignment or probe-metric code is imported here: the labels are a reader's, written before any method
 saw the rows.
 
-    OMP_NUM_THREADS=1 .venv/bin/python tools/make_probe_real.py generate --model /work/models/qwen05
+    OMP_NUM_THREADS=1 .venv/bin/python tools/make_probe_real.py generate --model /work/models/qwen05 \\
+        --questions results/probe_real/questions_long.tsv --tag L1
     .venv/bin/python tools/make_probe_real.py build
+    .venv/bin/python tools/make_probe_real.py tables
 """
 from __future__ import annotations
 
@@ -210,6 +215,20 @@ def assign_splits(rows: list, previous: dict) -> None:
             r["split"] = "dev" if n_dev < n_test or (n_dev == n_test and rng.random() < 0.5) else "test"
 
 
+def _read_labels(path: Path) -> list:
+    """The label lines of ``path``; a missing file or a line that is not JSON is a one-line error."""
+    if not path.is_file():
+        fail(f"{path} not found: write the labels first (one JSON line per kept answer)")
+    labels = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                labels.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                fail(f"{path}:{n}: not valid JSON ({exc.msg})")
+    return labels
+
+
 def cmd_build(args) -> None:
     """labels.jsonl + generations*.jsonl -> data/probe_real.jsonl."""
     sys.path.insert(0, str(ROOT))
@@ -219,7 +238,7 @@ def cmd_build(args) -> None:
         for line in path.read_text(encoding="utf-8").splitlines():
             g = json.loads(line)
             gens[g["gid"]] = g
-    labels = [json.loads(x) for x in (RAW / "labels.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    labels = _read_labels(RAW / "labels.jsonl")
     rows, errors = [], []
     for lab in labels:
         try:
@@ -242,6 +261,43 @@ def cmd_build(args) -> None:
     print(f"wrote {DATA} ({len(rows)} rows)", file=sys.stderr)
 
 
+STYLES = ["quote_reject", "value_only", "reason", "swap", "one_word", "aside", "restate_one", "confirm"]
+KINDS = ["number", "date", "unit", "entity", "fact", "negation", "comparison", "formula", "swap", "two_claims",
+         "no_error"]
+
+
+def _md(header: list, rows: list) -> str:
+    """A markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def cmd_tables(args) -> None:
+    """Print the data card's four count tables (style, kind, errors, sentences) from data/probe_real.jsonl."""
+    sys.path.insert(0, str(ROOT))
+    from claw_lib.text.claims import sentence_spans
+    if not DATA.exists():
+        fail(f"{DATA} not found; run build first")
+    rows = [json.loads(x) for x in DATA.read_text(encoding="utf-8").splitlines() if x.strip()]
+    count = defaultdict(int)
+    for r in rows:
+        for key in ((r["split"], r["lang"], r["style"]), (r["split"], r["kind"]),
+                    (r["lang"], r["n_errors"], bool(r["unaddressed"])), (r["lang"], len(sentence_spans(r["output"])))):
+            count[key] += 1
+    pairs = [(s, lang) for s in ("dev", "test") for lang in ("zh", "en")]
+    print(_md(["split", "lang", *STYLES, "all"], [[s, lang, *[count[(s, lang, st)] for st in STYLES],
+                                                   sum(count[(s, lang, st)] for st in STYLES)] for s, lang in pairs]))
+    print()
+    print(_md(["split", *KINDS], [[s, *[count[(s, k)] for k in KINDS]] for s in ("dev", "test")]))
+    print()
+    cells = ((0, False), (1, False), (2, False), (2, True))
+    print(_md(["lang", "0 errors", "1 error", "2 errors, both addressed", "2 errors, one unaddressed"],
+              [[lang, *[count[(lang, n, u)] for n, u in cells]] for lang in ("zh", "en")]))
+    print()
+    print(_md(["lang", "2 sentences", "3 sentences", "4 sentences", "5 sentences"],
+              [[lang, *[count[(lang, k)] for k in (2, 3, 4, 5)]] for lang in ("zh", "en")]))
+
+
 def main(argv=None) -> None:
     """Parse the command line and run one step."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -258,8 +314,9 @@ def main(argv=None) -> None:
     g.add_argument("--instruction-zh", default=INSTRUCTION["zh"], help="appended to each zh question")
     g.add_argument("--instruction-en", default=INSTRUCTION["en"], help="appended to each en question")
     sub.add_parser("build", help="labels -> data/probe_real.jsonl")
+    sub.add_parser("tables", help="print the data card's count tables from data/probe_real.jsonl")
     args = ap.parse_args(argv)
-    cmd_generate(args) if args.cmd == "generate" else cmd_build(args)
+    {"generate": cmd_generate, "build": cmd_build, "tables": cmd_tables}[args.cmd](args)
 
 
 if __name__ == "__main__":
