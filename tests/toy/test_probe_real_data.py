@@ -16,6 +16,11 @@ import pytest
 
 from claw_lib.text.claims import sentence_spans  # the splitter the long-output rewards use counts the sentences
 
+# the label rules (spans hold their text, no overlap, n_errors, swap and two_claims rows) and the 2-5 sentence rule are
+# the long set's, whose schema this set shares: its two tests run here again, on this module's rows
+from .test_probe_long_data import (test_labels_are_consistent,  # noqa: F401
+                                   test_two_to_five_sentences_and_sentence_of_error)
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "data" / "probe_real.jsonl"
 CARD = ROOT / "data" / "probe_real.md"
@@ -75,41 +80,6 @@ def test_outputs_are_the_models_words(rows, generations):
             assert r["output"][-1] in "。！？.!?" and len(r["output"]) < len(g["output"]), r["id"]
         else:
             assert g["finished"] and r["output"] == g["output"], r["id"]
-
-
-def test_labels_are_consistent(rows):
-    for r in rows:
-        out = r["output"]
-        spans = []
-        for key in ("rejected", "unaddressed"):
-            assert len(r[key]) == len(r[f"{key}_text"]), r["id"]
-            for (s, e), text in zip(r[key], r[f"{key}_text"]):
-                assert 0 <= s < e <= len(out), (r["id"], s, e)
-                assert out[s:e] == text, (r["id"], out[s:e], text)
-                assert text == text.strip(" ，。,.;；") and text, (r["id"], text)  # no padding
-                spans.append((s, e))
-        spans.sort()
-        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:])), r["id"]
-        # n_errors counts the labelled spans, addressed or not (a swap's two values count two, as in probe_long)
-        assert r["n_errors"] == len(spans) and r["n_errors"] in (0, 1, 2), r["id"]
-        assert (r["n_errors"] == 0) == (r["kind"] == "no_error") == (r["style"] == "confirm"), r["id"]
-        assert (r["kind"] == "swap") == (r["style"] == "swap"), r["id"]
-        if r["kind"] == "swap":
-            assert len(r["rejected"]) == 2 and not r["unaddressed"], r["id"]
-        if r["unaddressed"]:  # only rows with two wrong claims leave one of them unaddressed
-            assert r["kind"] == "two_claims" and len(r["rejected"]) == 1, r["id"]
-        if r["kind"] == "two_claims":
-            assert r["n_errors"] == 2, r["id"]
-
-
-def test_two_to_five_sentences_and_sentence_of_error(rows):
-    for r in rows:
-        sents = sentence_spans(r["output"])
-        assert 2 <= len(sents) <= 5, (r["id"], len(sents))
-        assert len(r["sentence_of_error"]) == len(r["rejected"]), r["id"]
-        for (s, e), i in zip(r["rejected"], r["sentence_of_error"]):
-            a, b = sents[i]
-            assert a <= s and e <= b, (r["id"], i)
 
 
 def test_split_is_balanced_within_each_stratum(rows):
