@@ -41,6 +41,9 @@ PROBE_LONG = Path(__file__).resolve().parents[2] / "data" / "probe_long.jsonl"
 #: question per row (issue 35, ``data/probe_real.md``)
 PROBE_REAL = Path(__file__).resolve().parents[2] / "data" / "probe_real.jsonl"
 
+#: how each file's split was drawn, by file name (default :func:`split_of`, v2's rule): the real-output set's was drawn
+#: once, stratified by language x style (``data/probe_real.md``; tests/toy/test_probe_real_data.py checks it)
+SPLIT_RULES = {PROBE_REAL.name: None}
 _STYLES = ("restate", "free",  # v2
            "quote_reject", "value_only", "reason", "swap", "one_word", "aside", "restate_one", "confirm")  # long
 _SPLITS = ("dev", "test")
@@ -67,7 +70,8 @@ def load_probe_set(path=None, split: Optional[str] = None) -> List[dict]:
     """A probe set as a list of dicts (default: the original 45 pairs; ``PROBE_V2`` for v2).
 
     Validated: spans inside the output, ``rejected_text`` / ``confirmed_text`` equal to the
-    spanned text, ``style`` in restate/free, ``split`` as :func:`split_of` computes it.
+    spanned text, ``style`` one of the known styles, ``split`` as the file's rule computes it (:data:`SPLIT_RULES`;
+    default :func:`split_of`).
     split: "dev" or "test" keeps those rows (rows without a split field have none)."""
     if split is not None and split not in _SPLITS:
         raise ValueError(f"split must be one of {_SPLITS}, got {split!r}")
@@ -86,8 +90,9 @@ def load_probe_set(path=None, split: Optional[str] = None) -> List[dict]:
             _check_spans(r, "confirmed", k)
             if "style" in r and r["style"] not in _STYLES:
                 raise ValueError(f"probe line {k}: style must be one of {_STYLES}, got {r['style']!r}")
-            if "split" in r and r["split"] != split_of(r["id"]):
-                raise ValueError(f"probe line {k}: split {r['split']!r} is not the recorded rule's {split_of(r['id'])!r}")
+            rule = SPLIT_RULES.get(Path(path or PROBE_SET).name, split_of)
+            if rule is not None and "split" in r and r["split"] != rule(r["id"]):
+                raise ValueError(f"probe line {k}: split {r['split']!r} is not the recorded rule's {rule(r['id'])!r}")
             if split is None or r.get("split") == split:
                 rows.append(r)
     return rows
