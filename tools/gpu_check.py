@@ -248,9 +248,12 @@ def _refusal(a):
 
     try:
         check_new_file(a.out, a.force)
-        resolve_device("cpu" if a.device.startswith("cuda") else a.device)  # refused at once (TL22)
     except ValueError as e:
         return str(e)
+    try:
+        resolve_device("cpu" if a.device.startswith("cuda") else a.device)  # refused at once (TL22)
+    except ValueError as e:
+        return f"--device: {e}"
     if a.steps < 1 or a.batch_size < 2:
         return "--steps must be >= 1 and --batch-size >= 2"
     if a.smoke and (not a.model or a.steps > SMOKE_MAX_STEPS):
