@@ -150,6 +150,11 @@ class ReviserConfig:
     word); 0: not asked. Default 0, chosen on dev: Qwen2.5-Coder-0.5B-Instruct's P(yes) is higher on the replies that
     correct nothing (0.39-0.50) than on the others (median 0.35 / 0.40 on v2 / long), and a gate of 0.4 drops v2's
     recall to 0.02"""
+    questions: bool = True
+    """a reply that only asks something (it ends with a question mark: "明白了，那右心室呢？") corrects nothing: no word
+    negative, the LM not asked (the live server's rule for a next state, :func:`claw_lib.signals.judges.
+    _new_question`). Default on, chosen on dev: on the real-output set's dev split the 9 such replies all follow
+    correct answers and the rules put a negative word in 3 of them; v2 and the long set's dev splits have none"""
     samples: int = 0
     """sampled candidates per text besides the greedy one"""
     temperature: float = 0.7

@@ -124,7 +124,7 @@ def reviser_results(rows, lm, settings: ReviserConfig, e5, strategy: str = "bina
 def fill(lm, settings: ReviserConfig, e5, splits, gate: bool) -> None:
     """Ask the LM everything the tuning grid reads, on ``splits``: the gate's P(yes) of every pair (``gate``), the
     first prompt and the retry for every pair (``min_similarity`` 1 refuses every candidate, so each pair is
-    retried)."""
+    retried; ``combine`` "revision" asks for the pairs where the rules find a contradiction too)."""
     from claw_lib.signals.reviser import Reviser, _GATE, _messages
 
     for sname in REVISER_SETS:
@@ -134,7 +134,8 @@ def fill(lm, settings: ReviserConfig, e5, splits, gate: bool) -> None:
             if gate:
                 lm.yes_probability([_messages(_GATE, r.get("question"), r["output"], r["correction"], "")
                                     for r in rows], settings.batch_size)
-            reviser_results(rows, lm, replace(settings, min_similarity=1.0, gate=0.0, retry=True), e5)
+            reviser_results(rows, lm, replace(settings, min_similarity=1.0, gate=0.0, retry=True, combine="revision"),
+                            e5)
             print(f"filled {sname} {split}: {len(rows)} rows, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
 
 
@@ -218,6 +219,8 @@ def measure_reviser(spec: str, splits, contrast: bool, tune_grid: bool) -> dict:
             res, sec = reviser_results(rows, lm, st, e5, strategy)
             m[(f"reviser, {strategy}", sname, split)] = probe_metrics(rows, strategy, results=res)
             out["seconds"][(sname, split)] = sec
+        # what the LM costs when it reads every pair (combine "revision"), not only where the rules find nothing
+        out["seconds"][("every pair", sname, split)] = reviser_results(rows, lm, replace(st, combine="revision"), e5)[1]
         if contrast and split == "dev":
             for margin in (0.0, 1.0):
                 res, sec = contrast_results(rows, sname, _judge(spec), margin)
@@ -326,7 +329,10 @@ def reviser_sections(rv: dict) -> list:
             out.append(f"| {key} | {m['span_recall']:.2f} | {m['no_error_ok']:.2f} | "
                        f"{src.get('revision', 0)} / {src.get('rules', 0)} |")
         out.append("")
-    out += ["### Seconds per pair (this 2-core CPU, shared, one thread; the LM's time when its replies were made)", "",
+    out += ["### Seconds per pair (this 2-core CPU, shared with other jobs, one thread; the LM's time when its replies "
+            "were made, over all pairs of the split: with rules_first the LM reads only the pairs where the rules find "
+            "no contradiction; 'every pair': the LM reads them all; 'contrast': the two scoring passes of the "
+            "perplexity contrast)", "",
             "| | s/pair |", "|---|---|"] + [f"| {' '.join(k)} | {v:.1f} |" for k, v in rv["seconds"].items()] + [""]
     if rv["grid"]:
         out += ["### The tuning grid on dev (binary; criterion: the mean of hit, precision and recall over the dev "

@@ -12,7 +12,8 @@ What makes it usable on a small model, pair by pair (:meth:`Reviser.revise`, set
 1. **Does the reply correct anything?** A pure affirmation ("对，谢谢！", :func:`~claw_lib.text.corrections.
    clean_correction`) does not, nor does a reply that starts with one ("没错，而且…", "Right, and…": the rules read
    it as an elaboration, where only a negation or a differing number contradicts): the rules' rewards, source "rules".
-   With ``gate > 0`` the LM is asked yes / no first, and ``P(yes) < gate`` means nothing to correct (thanks, a
+   A reply that only asks something (``questions``: it ends with a question mark) corrects nothing: no word negative,
+   source "rules" (a rule decided). With ``gate > 0`` the LM is asked yes / no first, and ``P(yes) < gate`` means nothing to correct (thanks, a
    follow-up question, an aside): no word negative.
 2. **Constrained copying** (``scope="sentence"``): in a long output the LM rewrites only the sentences the rules find
    the correction addresses (:func:`~claw_lib.signals.rules.addressed_sentences`); every other character is copied
@@ -25,8 +26,8 @@ What makes it usable on a small model, pair by pair (:meth:`Reviser.revise`, set
    candidate of each text is its revision.
 6. **Retry** once with a second, shorter prompt where no text got a valid candidate; then a clean **fallback** to the
    rules, for that pair alone.
-7. **Combine** (``combine``): the revision's reading alone, the rules first (the revision where they find nothing), or
-   the union of both.
+7. **Combine** (``combine``): the revision's reading alone, the rules first (the revision where they find nothing;
+   the LM is asked only for those pairs), or the union of both.
 
 Every result says which path produced it: ``info["source"]`` is "revision" (the LM's reading: a revision, or nothing
 to correct) or "rules" (the fallback, or a pure affirmation); ``info["revision"]`` holds the revision (None when there
@@ -50,6 +51,7 @@ from ..config import ALIGNMENT_STRATEGIES, SMALL_MODEL_PARAMS, RewardConfig, Rev
 from ..text.claims import sentence_spans
 from ..text.corrections import CONTENT_KINDS, clean_correction, guess_lang, value_key, word_kind
 from ..text.tokens import check_text, tokenize
+from .judges import _new_question
 from .reviser_lm import CachedLM, LocalLM, RemoteLM, is_url
 from .rewards import TokenRewards, token_rewards
 from .rules import _units, omitted_at
@@ -194,7 +196,8 @@ class Revision:
     """The reviser's answer for one pair. corrects: the reply corrects something; p_corrects: the gate's P(yes)
     (None: not asked); revision: the text the alignment uses (the output itself when there is nothing to correct;
     None: no usable revision, the rules decide); why: "revised", "nothing to correct", "affirmation", "affirmed" (the
-    reply starts with an affirmation: the rules decide) or "no usable candidate"; spans: the [start, end) character spans of the output that were rewritten; candidates: every
+    reply starts with an affirmation: the rules decide), "a question" (``questions``: no word negative), "rules first" (``combine="rules_first"`` and the rules found a
+    contradiction: the LM was not asked) or "no usable candidate"; spans: the [start, end) character spans of the output that were rewritten; candidates: every
     candidate of every attempt, span by span; attempts: prompts tried."""
 
     output: str
@@ -246,6 +249,8 @@ class Reviser:
             if cc.affirmation or cc.affirmed or not r.spans:  # the rules read these (elaboration: issue 16)
                 r.corrects, r.revision = False, r.output
                 r.why = "nothing to correct" if not r.spans else "affirmation" if cc.affirmation else "affirmed"
+            elif st.questions and _new_question(r.correction):  # a follow-up question: nothing to correct
+                r.corrects, r.revision, r.why = False, r.output, "a question"
             else:
                 ask.append(r)
         if st.gate > 0 and ask:
@@ -469,15 +474,21 @@ def revised_rewards(rows: Sequence[dict], strategy: str, reviser: Reviser, confi
                                question=r.get("question")) for r in rows]
     elif len(rules) != len(rows):
         raise ValueError(f"rules has {len(rules)} entries for {len(rows)} rows")
-    scope = reviser.settings.scope == "sentence"  # the reviser's settings (cfg.reviser made it, or the caller)
-    revs = reviser.revise([(r.get("question"), r["output"], r["correction"],
-                            _addressed_spans(r["output"], rl) if scope else None) for r, rl in zip(rows, rules)])
+    st = reviser.settings  # the reviser's settings (cfg.reviser made it, or the caller)
+    question = [st.questions and _new_question(r["correction"]) for r in rows]  # decided before the rules come first
+    ask = [k for k, rl in enumerate(rules) if question[k] or not (st.combine == "rules_first" and rl.rejected.any())]
+    asked = reviser.revise([(rows[k].get("question"), rows[k]["output"], rows[k]["correction"],
+                             _addressed_spans(rows[k]["output"], rules[k]) if st.scope == "sentence" else None)
+                            for k in ask])
+    revs = [Revision(r["output"], r["correction"], r.get("question"), True, None, None, "rules first") for r in rows]
+    for k, rv in zip(ask, asked):  # rules_first: where the rules find a contradiction the LM is not asked
+        revs[k] = rv
     out = []
     for row, rl, rv in zip(rows, rules, revs):
-        if rv.why in ("affirmation", "affirmed") or rv.revision is None:
+        if rv.why in ("affirmation", "affirmed", "rules first") or rv.revision is None:
             tr, source = rl, "rules"
-        elif not rv.corrects or rv.revision == row["output"]:
-            tr, source = _unchanged(row["output"], strategy, cfg), "revision"
+        elif not rv.corrects or rv.revision == row["output"]:  # the LM's gate, or the question rule
+            tr, source = _unchanged(row["output"], strategy, cfg), "rules" if rv.why == "a question" else "revision"
         else:
             tr, source = _combined(revision_rewards(row["output"], rv.revision, strategy, cfg, encoder), rl,
                                    reviser.settings.combine)

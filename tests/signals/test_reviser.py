@@ -104,6 +104,18 @@ def test_an_affirmation_asks_nothing_and_keeps_the_rules_rewards(e5, reply, why)
     assert tr.rewards.tolist() == token_rewards(row["output"], row["correction"], encoder=e5).rewards.tolist()
 
 
+def test_a_reply_that_only_asks_something_corrects_nothing(e5):
+    lm = Scripted(swap("伦敦", "巴黎"))
+    row = {"output": "法国的首都是伦敦。", "correction": "那德国的首都是哪里呢？"}
+    for combine in ("rules_first", "revision"):
+        tr = revised_rewards([row], "binary", Reviser(lm, ReviserConfig(combine=combine)), encoder=e5)[0]
+        assert tr.info["reviser"]["why"] == "a question" and tr.info["source"] == "rules"
+        assert (tr.rewards == 0.5).all() and not tr.rejected.any()
+    assert lm.calls == []
+    tr = revised_rewards([row], "binary", Reviser(lm, ReviserConfig(questions=False, combine="revision")), encoder=e5)[0]
+    assert len(lm.calls) == 1 and tr.info["reviser"]["why"] != "a question"
+
+
 def test_the_revision_and_the_rules_combine_as_set(e5):
     row = {"output": "The river is 500 km long and 80 km wide.", "correction": "No, 600 km long."}
     rules = token_rewards(row["output"], row["correction"], "binary", encoder=e5)
@@ -115,6 +127,9 @@ def test_the_revision_and_the_rules_combine_as_set(e5):
     assert neg == {"revision": ["80"], "rules_first": ["500"], "union": ["500", "80"]}
     assert [tr.info["source"] for tr in got.values()] == ["revision", "rules", "revision"]
     assert got["union"].rewards.tolist() == np.minimum(got["revision"].rewards, rules.rewards).tolist()
+    lm = Scripted(swap("80", "90"))  # rules first: where the rules find a contradiction the LM is not asked
+    tr = revised_rewards([row], "binary", Reviser(lm, ReviserConfig(combine="rules_first")), encoder=e5)[0]
+    assert lm.calls == [] and tr.info["reviser"]["why"] == "rules first" and tr.info["revision"] is None
     quiet = {"output": "The river is 500 km long.", "correction": "Hm, 600?"}  # the rules find nothing here
     tr = revised_rewards([quiet], "binary", Reviser(Scripted(swap("500", "600")), ReviserConfig(combine="rules_first")),
                          encoder=e5)[0]
