@@ -19,3 +19,17 @@ def test_every_row_of_the_generated_tables_is_in_the_readme():
     assert len(rows) > 60
     missing = [r for r in rows if r not in readme]
     assert not missing, missing[:5]
+
+
+def test_both_readmes_show_every_probe_set_with_and_without_the_reviser():
+    """Every set's dev and test split, rules and reviser, as tools/readme_tables.py prints them from
+    results/probe_reviser.json, in README.md and README.zh-CN.md alike."""
+    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "tools" / "readme_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.reviser_rows().splitlines()[2:]
+    assert len(rows) == 3 * 2 * 2
+    for name in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        missing = [r for r in rows if r not in text]
+        assert not missing, (name, missing[:3])

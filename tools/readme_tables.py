@@ -1,4 +1,5 @@
-"""Print the README's PPO result tables from the committed grids (results/*/ablation.csv).
+"""Print the README's result tables from the committed grids (results/*/ablation.csv) and probe measurements
+(results/probe_reviser.json).
 
     .venv/bin/python tools/readme_tables.py            # every table, in the order the README shows them
     .venv/bin/python tools/readme_tables.py --out t.md # also written there (refused if it exists; --force)
@@ -73,8 +74,36 @@ def main(argv=()) -> int:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         tables()
+        print("\n## reading the correction (reviser)\n")
+        print(reviser_rows())
     publish_report(buf.getvalue().rstrip("\n"), out, a.force)
     return 0
+
+
+SETS = (("v2", "v2 (one sentence)"), ("long", "long (2-5 sentences)"), ("real", "real outputs (0.5B model)"))
+
+
+def reviser_rows(path="results/probe_reviser.json", strategy="binary") -> str:
+    """The alignment rewards with and without the reviser on every probe set's dev and test split: hit / precision /
+    recall of the negative words, all and per language, the whole-span recall and the share of no-error rows with no
+    negative word (results/probe_reviser.json, written by tools/probe_report.py --reviser)."""
+    import json
+
+    metrics = json.loads((ROOT / path).read_text(encoding="utf-8"))["metrics"]
+
+    def cell(m):
+        return f"{m['hit_rate']:.2f} / {m['precision']:.2f} / {m['recall']:.2f}"
+
+    lines = ["| set | split | reader | all | zh | en | whole-span recall | no-error rows ok |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key, label in SETS:
+        for split in ("dev", "test"):
+            for reader in ("rules", "reviser"):
+                m = metrics[f"{reader}, {strategy} | {key} | {split}"]
+                lang = m["groups"]["lang"]
+                lines.append(f"| {label} | {split} | {reader} | {cell(m)} | {cell(lang['zh'])} | {cell(lang['en'])} | "
+                             f"{m['span_recall']:.2f} | {m['no_error_ok']:.2f} |")
+    return "\n".join(lines)
 
 
 def tables() -> None:
