@@ -129,7 +129,7 @@ class AlignConfig:
 
 @dataclass
 class ReviserConfig:
-    """The reviser stage (issue 35, :mod:`claw_lib.signals.reviser`): an instruct LM reads the correction and rewrites
+    """The reviser stage (:mod:`claw_lib.signals.reviser`): an instruct LM reads the correction and rewrites
     the output as the user wants it; the alignment output <-> revision gives the binary / continuous / sentence
     rewards, the rules (:mod:`claw_lib.signals.rules`) where the LM gives nothing usable. Defaults chosen on the dev
     splits of ``data/probe_v2.jsonl`` and ``data/probe_long.jsonl`` with Qwen2.5-Coder-0.5B-Instruct
@@ -595,7 +595,7 @@ def from_dict(d: Dict) -> PPOConfig:
     """A PPOConfig from its ``asdict`` form (a run's config.json); unknown fields raise TypeError."""
     top = {k: v for k, v in d.items() if k not in ("task", "loss", "reward", "opd")}
     reward = {**d["reward"], "align": AlignConfig(**d["reward"]["align"]),
-              "reviser": ReviserConfig(**d["reward"].get("reviser", {}))}  # a run from before issue 35 has none
+              "reviser": ReviserConfig(**d["reward"].get("reviser", {}))}  # a run from before the reviser has none
     task = {**d["task"], "relations": tuple(d["task"]["relations"])}
     return PPOConfig(**top, task=TaskConfig(**task), loss=LossConfig(**d["loss"]), reward=RewardConfig(**reward),
                      opd=OPDConfig(**d["opd"]))

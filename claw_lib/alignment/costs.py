@@ -62,7 +62,7 @@ def lexical_cost(a: Sequence[Token | str], b: Sequence[Token | str]) -> np.ndarr
     Bigrams, not single characters: "west"/"east" share three letters but one bigram (st), and
     蓝色/红色 share 色 but no bigram; single-character words compare as themselves.
 
-    Vectorised (issue 24: a cell-by-cell ``Counter`` intersection made a 10,000-word pair run for
+    Vectorised (a cell-by-cell ``Counter`` intersection made a 10,000-word pair run for
     minutes): each distinct word once, the shared bigram counts of all pairs from a join on the
     bigram ids; the same numbers as :func:`lexical_cost_reference` to the last bit (the same
     integer counts, then the same ``1 - 2 * shared / total``).

@@ -256,7 +256,7 @@ def load_encoder(name: str = "e5", layer: Optional[int] = None, device: str = "c
 
     dev = resolve_device(device)
     path = resolve_encoder_path(name)
-    if is_plain_bert_folder(path):  # the kit's e5 / MiniLM folders: plain torch, no transformers import (issue 19)
+    if is_plain_bert_folder(path):  # the kit's e5 / MiniLM folders: plain torch, no transformers import
         model, tok = load_plain_bert(path, dev)
     else:
         from transformers import AutoModel, AutoTokenizer

@@ -1,4 +1,4 @@
-"""``claw show RUN``: what a run's model said, before and after training (issue 36; the records are
+"""``claw show RUN``: what a run's model said, before and after training (the records are
 :mod:`claw_lib.rl.samples`'s ``samples.jsonl`` / ``eval.jsonl``, or the live server's turns).
 
     claw show RUN                  the evaluation's answers at the first and the last evaluation, side by side

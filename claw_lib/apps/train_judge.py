@@ -1,4 +1,4 @@
-"""``claw train --judge MODEL|URL``: a real judge for Binary RL's votes and OPD's hints in training (issue 36).
+"""``claw train --judge MODEL|URL``: a real judge for Binary RL's votes and OPD's hints in training.
 
 The judge is the live server's (:func:`claw_lib.serve.loops.make_judge`): a local Hugging Face instruct model
 (:class:`~claw_lib.signals.judges.LLMJudge`, ``opd.m`` sampled votes of at most 512 new tokens at temperature 0.6)

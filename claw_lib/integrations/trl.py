@@ -1,4 +1,4 @@
-"""The kit's signals in TRL's ``GRPOTrainer``: one more engine for the same runs (issue 13; docs/trl.md).
+"""The kit's signals in TRL's ``GRPOTrainer``: one more engine for the same runs (docs/trl.md).
 
 The kit's loop (:func:`claw_lib.rl.ppo.train`) is small enough to read in one sitting; TRL 1.16 brings
 what a real model needs: several GPUs and nodes through ``accelerate`` (DDP, FSDP, DeepSpeed), vLLM

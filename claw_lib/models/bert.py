@@ -1,5 +1,5 @@
 """A BERT encoder in plain torch, and a tokenizer from ``tokenizer.json`` alone: the fast way to load the kit's
-converted e5 folder (issue 19: ``claw align`` spent 3 of its 4.5 s of start-up importing transformers' BERT module,
+converted e5 folder (``claw align`` spent 3 of its 4.5 s of start-up importing transformers' BERT module,
 which pulls in ``torch._dynamo``, and 2 s in ``AutoTokenizer``).
 
 :func:`load_plain_bert` returns ``(model, tokenizer)`` with the parts of the Hugging Face interfaces that

@@ -1,4 +1,4 @@
-"""A small LoRA (low-rank adapters) for the kit's loop, without the ``peft`` package (issue 25; docs/real_model.md).
+"""A small LoRA (low-rank adapters) for the kit's loop, without the ``peft`` package (docs/real_model.md).
 
 Full fine-tuning a real model with AdamW holds the weights, their gradients and two moments of AdamW: four
 copies of every parameter, plus a frozen copy as OPD's teacher. An adapter trains only two small matrices per

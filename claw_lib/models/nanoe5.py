@@ -172,7 +172,7 @@ def check_converted(out: Path, full: bool = False) -> str:
 
 def _remove_stale_temps(out: Path) -> None:
     """Remove ``<name>.tmp<PID>`` / ``<name>.old<PID>`` folders of conversions whose process is gone (killed
-    half-way: 450 MB each, left for good before issue 24); a live conversion's folder is left alone."""
+    half-way: 450 MB each, left for good by older versions); a live conversion's folder is left alone."""
     if not out.parent.is_dir():
         return
     for d in out.parent.iterdir():

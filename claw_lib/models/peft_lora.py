@@ -1,4 +1,4 @@
-"""LoRA adapters on real models through PEFT, the library users know (issue 36; docs/real_model.md).
+"""LoRA adapters on real models through PEFT, the library users know (docs/real_model.md).
 
 The kit's own :mod:`claw_lib.models.lora` is the teaching version (the formula in 20 lines, notebook 12); a run on
 a real model gets its adapters from PEFT, so that what it trains can be taken elsewhere:

@@ -1,5 +1,5 @@
-"""Whether a run fits its model and its machine, checked once the model is loaded and before anything is written
-(issue 32): the longest prompt plus ``max_new_tokens`` within the model's positions (MX01, MX03, ET13), a step's
+"""Whether a run fits its model and its machine, checked once the model is loaded and before anything is written:
+the longest prompt plus ``max_new_tokens`` within the model's positions (MX01, MX03, ET13), a step's
 memory within what is free (TC10: ``--user tool-chain`` counts episodes of 2-4 calls, so a batch of 4096 is about
 12,000 sequences), and the top-k settings within the vocabulary (C07, C11). A refusal is a
 :class:`claw_lib.config.SettingError` naming the setting, which the command line turns into its flag.

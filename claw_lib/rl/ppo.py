@@ -252,7 +252,7 @@ def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     with warnings.catch_warnings():  # a sample in the wrong language is the policy's error, and rewarded as one
         warnings.simplefilter("ignore", LanguageMismatchWarning)
         trs = batch_rewards(pairs, cfg.strategy, cfg.reward, scorer.encoder, scorer.judge_lm, scorer.reviser,
-                            ro.response_ids)  # through the reviser when the run has one (issue 35)
+                            ro.response_ids)  # through the reviser when the run has one
     rows = []
     for ids, tr in zip(ro.response_ids, trs):
         try:
@@ -646,7 +646,7 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
         # PEFT's or the kit's (cfg.lora_impl); drawn from the run's seed: the same run repeats (LR01)
         add_adapters(policy, cfg.lora_rank, cfg.lora_impl, seed=cfg.seed)
         return cfg, (AdapterDisabled(policy) if reference else None)
-    from ..signals.reviser import wants_base  # the reviser reads with the frozen base (issue 35)
+    from ..signals.reviser import wants_base  # the reviser reads with the frozen base
 
     return cfg, (frozen_teacher(policy) if reference and (needs_reference(cfg) or wants_base(cfg, n)) else None)
 

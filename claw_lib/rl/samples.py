@@ -1,5 +1,5 @@
 """What a training run said: its sampled responses and its evaluation's answers, as JSONL in the run folder
-(issue 36; ``claw show RUN``, :mod:`claw_lib.apps.show_cli`).
+(``claw show RUN``, :mod:`claw_lib.apps.show_cli`).
 
 Metrics say *that* a score moved; these files say *what the model said*. Every run that writes a folder (the kit's
 loop, :mod:`claw_lib.rl.run`; the TRL engine, :mod:`claw_lib.integrations.trl`) appends

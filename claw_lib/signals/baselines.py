@@ -1,4 +1,4 @@
-"""Baselines the reviser (:mod:`claw_lib.signals.reviser`) is measured against (issue 35; notebook 10,
+"""Baselines the reviser (:mod:`claw_lib.signals.reviser`) is measured against (notebook 10,
 ``tools/probe_report.py``). Each gives one reward per output word token, like every strategy
 (:class:`~claw_lib.signals.rewards.TokenRewards`), binary values (``match`` / ``reject``, punctuation ``absent``):
 

@@ -164,7 +164,7 @@ def opd_advantages(teacher_logprobs: np.ndarray, old_logprobs: np.ndarray, cfg: 
     return cfg.kappa * a
 
 
-# --------------------------------------------------------------------------- style drift (issue 36)
+# --------------------------------------------------------------------------- style drift
 #: unrelated follow-ups, the null control of the hinted teacher (a next state that says nothing about the answer)
 UNRELATED_HINTS = {
     "zh": ("谢谢！顺便问一下，周末有什么好看的电影推荐吗？", "好的。另外，明天早上适合去跑步吗？",

@@ -1,4 +1,4 @@
-"""The reviser stage (issue 35; notebooks 10 and 11): an instruct LM reads the correction, the alignment localises.
+"""The reviser stage (notebooks 10 and 11): an instruct LM reads the correction, the alignment localises.
 
 The rules (:mod:`claw_lib.signals.rules`) localise well when the correction restates the answer and read free text
 poorly. Here an instruct LM does the reading: given the question (when known), the output and the user's reply, it
@@ -246,7 +246,7 @@ class Reviser:
         ask = []
         for r in res:
             cc = clean_correction(r.correction)
-            if cc.affirmation or cc.affirmed or not r.spans:  # the rules read these (elaboration: issue 16)
+            if cc.affirmation or cc.affirmed or not r.spans:  # the rules read these (elaboration)
                 r.corrects, r.revision = False, r.output
                 r.why = "nothing to correct" if not r.spans else "affirmation" if cc.affirmation else "affirmed"
             elif st.questions and _new_question(r.correction):  # a follow-up question: nothing to correct

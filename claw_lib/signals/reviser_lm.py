@@ -1,4 +1,4 @@
-"""The language models the reviser asks (issue 35, :mod:`claw_lib.signals.reviser`): one small interface, three
+"""The language models the reviser asks (:mod:`claw_lib.signals.reviser`): one small interface, three
 implementations.
 
 An LM for the reviser has three methods:

@@ -21,7 +21,7 @@ lead-ins and asides are dropped; an affirmation ("对，谢谢！") gives every 
 a vague reply with nothing left ("不太对吧。") gives every token 0 (no token-level information).
 Words the correction explicitly negates ("不是北京") reject the output words that match them.
 
-Evidence, not absence (issues 16 and 23): the rules engine, :mod:`claw_lib.signals.rules`, says for every
+Evidence, not absence: the rules engine, :mod:`claw_lib.signals.rules`, says for every
 output word whether the correction confirms it, contradicts it or does not speak to it (the rules and their
 defaults are described there; each is a field of :class:`~claw_lib.config.RewardConfig`).
 
@@ -51,7 +51,7 @@ from .rules import MARKS, Evidence, addressed_sentences, omitted_at, read_pair, 
 __all__ = ["TokenRewards", "token_rewards", "evidence_rewards", "omitted_at", "fuse_rewards", "STRATEGIES",
            "ARTICLE_RULES", "addressed_sentences", "sentence_of"]
 
-#: RewardConfig overrides that switch off every rule of issue 16: the article's rule (replace and
+#: RewardConfig overrides that switch off every evidence rule: the article's rule (replace and
 #: delete -> reject, the cost decides match vs replace), as the kit had it before
 ARTICLE_RULES = {"evidence": False, "exact": False, "neutral_band": 0.0, "reorder": False, "keep_context": False,
                  "alternatives": "none", "elaboration": False, "rewrite_share": 0.0, "local": False, "quotes": False,

@@ -1,5 +1,5 @@
-"""The rules engine: what a correction says about each output word, read from the alignment (issues 16 and 23;
-notebooks 03, 07 and 10). :func:`claw_lib.signals.rewards.token_rewards` turns its reading into rewards.
+"""The rules engine: what a correction says about each output word, read from the alignment
+(notebooks 03, 07 and 10). :func:`claw_lib.signals.rewards.token_rewards` turns its reading into rewards.
 
 Evidence, not absence (each rule a field of :class:`~claw_lib.config.RewardConfig`, defaults chosen on the dev
 split of ``data/probe_v2.jsonl``). A word the correction does not mention is not wrong. Every output word is
@@ -14,7 +14,7 @@ split of ``data/probe_v2.jsonl``). A word the correction does not mention is not
 * or *absent*: deleted, paired with a function word, a word of another kind or an unrelated one, or a paraphrase
   inside the neutral band: no signal.
 
-In a long output (issue 23) the correction speaks to the sentences it addresses (:func:`addressed_sentences`);
+In a long output the correction speaks to the sentences it addresses (:func:`addressed_sentences`);
 contradictions elsewhere are not looked for.
 
 :func:`read_pair` is the whole engine for one pair: align (:func:`align_pair`), the words' facts once
@@ -206,7 +206,7 @@ def marks(ta: TextAlignment, correction: str, negated: np.ndarray, cfg: RewardCo
 # --------------------------------------------------------------------------- scope: which sentences are addressed
 @dataclass
 class Scope:
-    """Where the evidence rules may find a contradiction (issue 23); (n,) bool arrays.
+    """Where the evidence rules may find a contradiction; (n,) bool arrays.
 
     allowed: the words of the sentences the correction addresses (all for a one-sentence output);
     restated: the words of a sentence the correction restates (shares ``restated_words`` content words with
@@ -271,7 +271,7 @@ def sentence_of(tokens: Sequence[Token], text: str) -> np.ndarray:
 
 def addressed_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, marked: Sequence[int],
                         cfg: RewardConfig, question: Optional[str] = None) -> set:
-    """The sentences of the output that the correction speaks to (issue 23): those that hold a word it
+    """The sentences of the output that the correction speaks to: those that hold a word it
     rejects outright (``marked``: negated, quoted, swapped, polarity) and the one each of its clauses fits
     best (:func:`_clause_targets`). sent: (n,) the sentence of each output word (:func:`sentence_of`).
     Returns a set of sentence indices (all of them when nothing fits)."""

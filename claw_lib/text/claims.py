@@ -1,4 +1,4 @@
-"""What a free correction says about a long output (issue 23; notebook 10).
+"""What a free correction says about a long output (notebook 10).
 
 Real models answer in several sentences, and users correct one claim in their own words. Four
 readings of a correction, each a rule (no model), each switched by a field of

@@ -11,7 +11,7 @@
 * :func:`word_kind` sorts a word into punct / function / number / code / name / content, and
   :func:`value_key` gives what must be equal for two numbers, codes or names to be the same
   ("1946" vs "1945", "HNO2" vs "HNO3", "二十个" vs "二十四个" differ however close their
-  embeddings are): the evidence rules of :mod:`claw_lib.signals.rewards` use both (issue 16).
+  embeddings are): the evidence rules of :mod:`claw_lib.signals.rewards` use both.
 * :func:`invert_copula` turns a reordered correction round ("Jupiter is the largest planet" ->
   "the largest planet is Jupiter"; "巴黎才是首都" -> "首都才是巴黎") so that an order-preserving
   alignment can pair it with the output.
@@ -205,7 +205,7 @@ def negated_spans(text: str) -> List[Tuple[int, int]]:
     return sorted(set(spans))
 
 
-# --------------------------------------------------------------------------- word kinds (issue 16)
+# --------------------------------------------------------------------------- word kinds
 #: kinds whose words must be equal to be the same (a mismatch is a contradiction, whatever the cost)
 EXACT_KINDS = frozenset({"number", "code", "name"})
 #: kinds that carry a claim (a replacement between two of them can contradict)

@@ -1,5 +1,5 @@
 """Which scripts a text is written in, and a warning when a model's output and the user's correction are not
-in the same language (issue 24; notebook 01 shows why).
+in the same language (notebook 01 shows why).
 
 The alignment pairs words by meaning *and* by spelling (the lexical term), and the reward rules compare
 numbers, names and negations word by word. A correction in another language than the output ("法国的首都是伦敦。"

@@ -85,7 +85,7 @@ AFFIRM_EN = re.compile(r"^(yes|yep|yeah|right|correct|thanks|thank you|exactly|g
 
 # --------------------------------------------------------------------------- what the evidence rules listen for
 #: words that carry no checkable claim of their own (articles, pronouns, auxiliaries, prepositions,
-#: hedges): replacing one by another is not evidence that the output was wrong (issue 16)
+#: hedges): replacing one by another is not evidence that the output was wrong
 FUNCTION_WORDS: Dict[str, frozenset] = {
     "en": frozenset("""a an the this that these those it its it's they them their theirs he him his she her we us our
         you your i me my mine is are was were be been being am do does did has have had having will would can could

@@ -32,13 +32,13 @@ __all__ = ["world_rows", "PROBE_SET", "PROBE_V2", "PROBE_LONG", "PROBE_REAL", "l
            "quality_table"]
 
 PROBE_SET = Path(__file__).resolve().parents[2] / "data" / "probe_set.jsonl"
-#: the 200-pair set with restating and free-style corrections and a dev/test split (issue 16)
+#: the 200-pair set with restating and free-style corrections and a dev/test split
 PROBE_V2 = Path(__file__).resolve().parents[2] / "data" / "probe_v2.jsonl"
-#: the 180-pair set of long outputs (2-5 sentences) and free corrections, with a question per row (issue 23,
-#: ``data/probe_long.md``)
+#: the 180-pair set of long outputs (2-5 sentences) and free corrections, with a question per row
+#: (``data/probe_long.md``)
 PROBE_LONG = Path(__file__).resolve().parents[2] / "data" / "probe_long.jsonl"
 #: the real-output set: answers a real 0.5B instruct model wrote (2-5 sentences), corrected in every style, with a
-#: question per row (issue 35, ``data/probe_real.md``)
+#: question per row (``data/probe_real.md``)
 PROBE_REAL = Path(__file__).resolve().parents[2] / "data" / "probe_real.jsonl"
 
 #: how each file's split was drawn, by file name (default :func:`split_of`, v2's rule): the real-output set's was drawn

@@ -1,4 +1,4 @@
-"""Real-world questions with short checkable answers, for a real instruct model (issue 25; docs/real_model.md).
+"""Real-world questions with short checkable answers, for a real instruct model (docs/real_model.md).
 
 The fact world (:mod:`claw_lib.toy.world`) fits the kit's tiny GPT: half its countries are invented and its
 misconceptions (法国 -> 伦敦) are planted in pre-training. A real model cannot know the invented countries and
