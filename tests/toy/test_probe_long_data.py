@@ -42,20 +42,27 @@ def test_sentence_splitter_against_hand_counts(text, expected):
     assert [text[s:e] for s, e in sentence_spans(text)] == expected
 
 
+def check_row_shape(r, k, prefix, fields, styles=STYLES, kinds=KINDS):
+    """One row k of a multi-sentence probe set: its fields and their types, known language / style / kind, the id
+    ``{prefix}-{lang}-{style}-{k:03d}``, a question and a correction, question and output in the row's language (the
+    real-output set's test runs it on its rows too)."""
+    assert set(r) == set(fields), r["id"]
+    for key, typ in fields.items():
+        assert isinstance(r[key], typ), (r["id"], key)
+    assert r["lang"] in ("zh", "en") and r["style"] in styles and r["kind"] in kinds, r["id"]
+    assert re.fullmatch(rf"{prefix}-{r['lang']}-{r['style']}-{k:03d}", r["id"]), r["id"]
+    assert r["question"].strip() and r["correction"].strip(), r["id"]
+    for text in (r["question"], r["output"]):  # the question and output are in the row's language
+        assert bool(CJK.search(text)) == (r["lang"] == "zh"), r["id"]
+
+
 def test_schema_and_ids(rows):
     ids = [r["id"] for r in rows]
     assert len(set(ids)) == len(ids)
     outputs = [r["output"] for r in rows]
     assert len(set(outputs)) == len(outputs)
     for k, r in enumerate(rows):
-        assert set(r) == set(FIELDS), r["id"]
-        for key, typ in FIELDS.items():
-            assert isinstance(r[key], typ), (r["id"], key)
-        assert r["lang"] in ("zh", "en") and r["style"] in STYLES and r["kind"] in KINDS, r["id"]
-        assert re.fullmatch(rf"long-{r['lang']}-{r['style']}-{k:03d}", r["id"]), r["id"]
-        assert r["question"].strip() and r["correction"].strip(), r["id"]
-        for text in (r["question"], r["output"]):  # the question and output are in the row's language
-            assert bool(CJK.search(text)) == (r["lang"] == "zh"), r["id"]
+        check_row_shape(r, k, "long", FIELDS)
 
 
 def test_labels_are_consistent(rows):
@@ -100,16 +107,22 @@ def test_split_is_the_recorded_rule(rows):
     assert {r["split"] for r in rows} == {"dev", "test"}
 
 
-def test_size_and_balance(rows):
+def check_size_and_balance(rows, styles, min_style, no_error_share, min_two):
+    """At least 150 rows, each language at least 40 %, every style in ``styles`` on at least ``min_style`` rows, the
+    share of rows without a wrong claim within ``no_error_share`` (low, high), at least ``min_two`` with two."""
     n = len(rows)
     assert n >= 150
     langs = Counter(r["lang"] for r in rows)
     assert langs["zh"] >= 0.4 * n and langs["en"] >= 0.4 * n, langs
-    styles = Counter(r["style"] for r in rows)
-    assert set(styles) == STYLES and min(styles.values()) >= 15, styles
+    by_style = Counter(r["style"] for r in rows)
+    assert set(by_style) == set(styles) and min(by_style.values()) >= min_style, by_style
     no_error = sum(r["n_errors"] == 0 for r in rows)
-    assert 0.05 * n <= no_error <= 0.2 * n  # about 10 % of rows have no wrong claim
-    assert sum(r["n_errors"] == 2 for r in rows) >= 15
+    assert no_error_share[0] * n <= no_error <= no_error_share[1] * n, no_error
+    assert sum(r["n_errors"] == 2 for r in rows) >= min_two
+
+
+def test_size_and_balance(rows):
+    check_size_and_balance(rows, STYLES, 15, (0.05, 0.2), 15)  # about 10 % of rows have no wrong claim
 
 
 def test_no_output_reused_from_earlier_probe_sets(rows):

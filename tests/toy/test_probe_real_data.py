@@ -1,4 +1,4 @@
-"""The real-output probe set (``data/probe_real.jsonl``, issue 35; card: ``data/probe_real.md``) is well formed.
+"""The real-output probe set (``data/probe_real.jsonl``; card: ``data/probe_real.md``) is well formed.
 
 Checks the data only, independently of the library's loader and of any reward code: schema, labels (each span holds
 exactly its text, inside the output, no two spans overlapping), 2-5 sentences per output, provenance (every output
@@ -8,7 +8,6 @@ the size and balance the issue asks for, and that the card's count tables are th
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from claw_lib.text.claims import sentence_spans  # the splitter the long-output 
 
 # the label rules (spans hold their text, no overlap, n_errors, swap and two_claims rows) and the 2-5 sentence rule are
 # the long set's, whose schema this set shares: its two tests run here again, on this module's rows
-from .test_probe_long_data import (test_labels_are_consistent,  # noqa: F401
+from .test_probe_long_data import (check_row_shape, check_size_and_balance, test_labels_are_consistent,  # noqa: F401
                                    test_two_to_five_sentences_and_sentence_of_error)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +32,6 @@ FIELDS = {"id": str, "lang": str, "kind": str, "style": str, "n_errors": int, "q
           "correction": str, "rejected": list, "rejected_text": list, "unaddressed": list,
           "unaddressed_text": list, "sentence_of_error": list, "split": str, "model": str, "decoding": str,
           "generation": str, "trimmed": bool, "note": str}
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +58,7 @@ def test_schema_and_ids(rows):
     gens = [r["generation"] for r in rows]
     assert len(set(gens)) == len(gens)  # each recorded answer is used once
     for k, r in enumerate(rows):
-        assert set(r) == set(FIELDS), r["id"]
-        for key, typ in FIELDS.items():
-            assert isinstance(r[key], typ), (r["id"], key)
-        assert r["lang"] in ("zh", "en") and r["style"] in STYLES and r["kind"] in KINDS, r["id"]
-        assert re.fullmatch(rf"real-{r['lang']}-{r['style']}-{k:03d}", r["id"]), r["id"]
-        assert r["question"].strip() and r["correction"].strip(), r["id"]
-        for text in (r["question"], r["output"]):  # the question and output are in the row's language
-            assert bool(CJK.search(text)) == (r["lang"] == "zh"), r["id"]
+        check_row_shape(r, k, "real", FIELDS, STYLES, KINDS)
         assert r["model"].startswith("Qwen2.5-Coder-0.5B-Instruct"), r["id"]
 
 
@@ -91,15 +82,7 @@ def test_split_is_balanced_within_each_stratum(rows):
 
 
 def test_size_and_balance(rows):
-    n = len(rows)
-    assert n >= 150
-    langs = Counter(r["lang"] for r in rows)
-    assert langs["zh"] >= 0.4 * n and langs["en"] >= 0.4 * n, langs
-    styles = Counter(r["style"] for r in rows)
-    assert set(styles) == set(STYLES) and min(styles.values()) >= 12, styles
-    no_error = sum(r["n_errors"] == 0 for r in rows)
-    assert 0.12 * n <= no_error <= 0.22 * n  # about 15-20 % of rows are correct answers
-    assert sum(r["n_errors"] == 2 for r in rows) >= 10
+    check_size_and_balance(rows, STYLES, 12, (0.12, 0.22), 10)  # about 15-20 % of rows are correct answers
     assert sum(bool(r["unaddressed"]) for r in rows) >= 5
 
 
