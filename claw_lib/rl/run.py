@@ -6,8 +6,8 @@
   (or refuses, naming the settings that differ), and runs :func:`_train`, the loop over the stages numbered as in
   cleanrl (1. rollout, 2. signals, 3. advantages, 4. update), with the evaluation every ``eval_every`` steps;
 * :class:`_Run` holds a run's state between steps and writes its files (``metrics.jsonl``, ``metrics.csv``,
-  ``config.json``, ``checkpoint.pt`` every ``save_every`` steps: sampling is seeded per step, so a resumed run
-  repeats the uninterrupted one);
+  TensorBoard's ``tensorboard/`` (:mod:`claw_lib.rl.events`), ``config.json``, ``checkpoint.pt`` every
+  ``save_every`` steps: sampling is seeded per step, so a resumed run repeats the uninterrupted one);
 * :func:`_check_finite` stops a run whose weights became NaN or inf (:class:`TrainingDivergedError`, naming the
   settings to lower), :func:`_write_metrics` writes the metrics files; the TRL engine
   (:mod:`claw_lib.integrations.trl`) and the live server (:mod:`claw_lib.serve`) use both, and
@@ -37,6 +37,7 @@ from .core import ValueHead
 from . import ppo  # the stages, looked up at each call (a notebook or test may replace one)
 from .ppo import Scorer
 from .fit import eval_tokens
+from .events import TB_DIR, write_events
 from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_records, trim_records
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
@@ -289,7 +290,7 @@ class CheckpointWriteError(OSError):
 #: settings that do not change a run's numbers: a folder can be resumed with other values of these
 _RESUMABLE = {"steps", "progress", "save_every", "device"}
 #: the files a run writes into its folder (its marker lists them)
-_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json", ADAPTER_DIR) + RECORD_FILES
+_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", TB_DIR, "config.json", ADAPTER_DIR) + RECORD_FILES
 
 
 def _legacy_run_files(out: Path) -> set:
@@ -385,7 +386,8 @@ def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dic
 
 
 def _write_metrics(out: Path, history: List[Dict]) -> None:
-    """``metrics.jsonl`` (one dict a line) and ``metrics.csv`` (a column per key, ``step`` first), each whole."""
+    """``metrics.jsonl`` (one dict a line), ``metrics.csv`` (a column per key, ``step`` first) and the TensorBoard
+    event file (:mod:`claw_lib.rl.events`: ``tensorboard/``), each whole."""
     from ..utils import atomic_write
 
     with atomic_write(out / "metrics.jsonl") as f:
@@ -397,11 +399,12 @@ def _write_metrics(out: Path, history: List[Dict]) -> None:
         w.writeheader()
         for h in history:
             w.writerow(h)
+    write_events(out, history)
 
 
 # --------------------------------------------------------------------------- the TRL engine's folder
 #: the files a TRL run writes into its folder (its marker lists them; TRL's own output goes to ``trl/``)
-TRL_RUN_FILES = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl", ADAPTER_DIR) + RECORD_FILES
+TRL_RUN_FILES = ("metrics.jsonl", "metrics.csv", TB_DIR, "config.json", "engine.json", "trl", ADAPTER_DIR) + RECORD_FILES
 
 
 class RunFolderTaken(ValueError):

@@ -22,6 +22,7 @@ from typing import Dict, List
 
 import torch
 
+from ..rl.events import TB_DIR
 from .config import differing, serve_config_dict, serve_config_from_dict
 from .records import RECORD_FILES
 from .sessions import Turn, turn_key
@@ -29,7 +30,7 @@ from .sessions import Turn, turn_key
 __all__ = ["prepare_folder", "commit_update", "apply_sample", "upstream_records", "SERVE_FILES"]
 
 #: every file the server writes into its run folder (its marker lists them)
-SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.jsonl", "metrics.csv")
+SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.jsonl", "metrics.csv", TB_DIR)
 
 
 def prepare_folder(s, force: bool) -> None:

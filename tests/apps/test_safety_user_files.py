@@ -118,7 +118,7 @@ def test_train_force_replaces_only_the_runs_own_files(tmp_path, capsys):
     assert run(args, capsys)[0] == 0
     assert set(json.loads((r / MARKER).read_text())["files"]) == {"checkpoint.pt", "config.json", "metrics.csv",
                                                                  "metrics.jsonl", "samples.jsonl", "eval.jsonl",
-                                                                 "adapter"}
+                                                                 "adapter", "tensorboard"}
     notes = mine(r, {"notes.md": "what I saw"})
     rc, _, _ = run(args[:-2] + ["--seed", "1", "--out", str(r), "--force"], capsys)
     assert rc == 0 and digest(r / "notes.md") == notes and json.loads((r / "config.json").read_text())["seed"] == 1

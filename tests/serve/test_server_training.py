@@ -23,9 +23,9 @@ def _correct(c, sid):
                               extra_headers={"X-Session-Id": sid, "X-Session-Done": "true"})
 
 
-def test_corrections_change_the_next_answer_and_every_answer_has_one_version():
+def test_corrections_change_the_next_answer_and_every_answer_has_one_version(tmp_path):
     cfg = ServeConfig(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1))
-    with LiveServer(cfg, port=0) as srv:
+    with LiveServer(cfg, port=0, out=tmp_path / "run") as srv:
         snapshots = {0: copy.deepcopy(srv.system.engine.serving.state_dict())}
         publish = srv.system.engine.publish
 
@@ -49,6 +49,11 @@ def test_corrections_change_the_next_answer_and_every_answer_has_one_version():
         rows = httpx.get(srv.url + "/v1/claw/metrics").json()["rows"]
         assert [r["version"] for r in rows] == list(range(1, len(rows) + 1))
         assert all(r["staleness_mean"] >= 0 and 0 < r["tis/weight_mean"] <= 2 for r in rows)
+        from tests.rl.test_events import read_events  # the run folder's TensorBoard file: one point per update
+
+        tb = dict(read_events(tmp_path / "run" / "tensorboard")["staleness_mean"])
+        assert sorted(tb) == list(range(1, len(tb) + 1)) and len(tb) >= 1
+        assert all(abs(tb[r["version"]] - r["staleness_mean"]) < 1e-5 for r in rows if r["version"] in tb)
         model = copy.deepcopy(srv.system.engine.serving)
         for t in list(srv.system.turns.values()):  # each answer's log-probs are those of the version it names
             model.load_state_dict(snapshots[t.policy_version])
