@@ -85,8 +85,10 @@ SETS = (("v2", "v2 (one sentence)"), ("long", "long (2-5 sentences)"), ("real", 
 
 def reviser_rows(path="results/probe_reviser.json", strategy="binary") -> str:
     """The alignment rewards with and without the reviser on every probe set's dev and test split: hit / precision /
-    recall of the negative words, all and per language, the whole-span recall and the share of no-error rows with no
-    negative word (results/probe_reviser.json, written by tools/probe_report.py --reviser)."""
+    recall of the negative words, all and per language, the whole-span recall, the share of no-error rows with no
+    negative word, and on how many pairs the revision gave the rewards (elsewhere the rules did: no usable revision,
+    or with ``combine="rules_first"`` the rules found a contradiction; results/probe_reviser.json, written by
+    tools/probe_report.py --reviser)."""
     import json
 
     metrics = json.loads((ROOT / path).read_text(encoding="utf-8"))["metrics"]
@@ -94,15 +96,16 @@ def reviser_rows(path="results/probe_reviser.json", strategy="binary") -> str:
     def cell(m):
         return f"{m['hit_rate']:.2f} / {m['precision']:.2f} / {m['recall']:.2f}"
 
-    lines = ["| set | split | reader | all | zh | en | whole-span recall | no-error rows ok |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| set | split | reader | all | zh | en | whole-span recall | no-error rows ok | pairs through the revision |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for key, label in SETS:
         for split in ("dev", "test"):
             for reader in ("rules", "reviser"):
                 m = metrics[f"{reader}, {strategy} | {key} | {split}"]
                 lang = m["groups"]["lang"]
+                used = f"{m['sources'].get('revision', 0)} / {m['n']}" if reader == "reviser" else ""
                 lines.append(f"| {label} | {split} | {reader} | {cell(m)} | {cell(lang['zh'])} | {cell(lang['en'])} | "
-                             f"{m['span_recall']:.2f} | {m['no_error_ok']:.2f} |")
+                             f"{m['span_recall']:.2f} | {m['no_error_ok']:.2f} | {used} |")
     return "\n".join(lines)
 
 
