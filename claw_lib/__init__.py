@@ -9,7 +9,7 @@ brackets)::
     ├── ops.py           masked mean / var / whiten, selective log-softmax, entropy            [07 08]
     ├── utils.py         cache folder, device choice, seeding, stable printing; safe outputs   [00]
     │                    (atomic_write, OutputFolder: a folder holds only what claw wrote there)
-    ├── exercises.py     check(name, your_function): self-checks for the exercises           [02 04 06-08]
+    ├── exercises.py     check(name, your_function): self-checks for the exercises     [02-04 05b 06-09]
     ├── text/            1. words and sub-tokens; reading corrections; the phrase table        [01 03 07]
     │   ├── tokens.py        word tokens (jieba + regex), sub-tokens, moving scores between them
     │   ├── corrections.py   clean a noisy correction, find what it negates
@@ -28,6 +28,9 @@ brackets)::
     │   ├── shaping.py       positive shaping, decayed credit, confidence, aggregation
     │   ├── judges.py        next-state judges: score votes and hints (rule-based or any LLM)
     │   ├── opd.py           OpenClaw-RL: Binary RL, hindsight OPD, combined; distillation losses
+    │   ├── reviser.py       an instruct LM rewrites the output as the correction wants; align output <-> revision [10 11]
+    │   ├── reviser_lm.py    the LMs behind it: a local HF model, an OpenAI-compatible URL, a cache of replies
+    │   ├── baselines.py     what the reviser is measured against: last content word, edit distance, contrast
     │   └── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
     │   ├── loading.py       local files only, one clear error
@@ -42,6 +45,7 @@ brackets)::
     │   ├── strategies.py    one row per strategy; plan(cfg): what every stage does for it (torch-free)
     │   ├── ppo.py           the stages: rollout -> compute_signals -> compute_advantages -> ppo_update
     │   ├── run.py           the loop (train), its folder, checkpoint, resume, metrics files; a TRL run's folder
+    │   ├── events.py        TensorBoard event files beside metrics.csv
     │   ├── fit.py           whether a run fits its model and machine, checked before anything is written
     │   ├── samples.py       what a run said: its sampled responses and evaluation answers (JSONL)
     │   ├── grids.py         ablation settings and grids, the paper's numbers
@@ -65,6 +69,7 @@ brackets)::
     │   ├── grid.py          the grid runner of ``claw reproduce`` (the kit loop or the TRL engine)
     │   ├── serve_cli.py     ``claw serve`` and ``claw simulate``
     │   ├── show_cli.py      ``claw show RUN``: what a run's model said
+    │   ├── train_judge.py   ``claw train --judge MODEL|URL``: a real judge for votes and hints
     │   ├── explorer.py      the interactive alignment explorer and its static report
     │   └── viz.py           heatmaps, coloured tokens, figures
     ├── integrations/    other engines on the kit's signals (optional packages)             [docs/trl.md]
