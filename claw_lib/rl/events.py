@@ -51,7 +51,8 @@ def write_events(out: Path, history: List[Dict]) -> Path:
             writer.add_scalar(tag, value, step, new_style=True)
         writer.close()
         (written,) = Path(tmp).glob("events.out.tfevents.*")
-        fd, part = tempfile.mkstemp(prefix=f".{TB_FILE}.", suffix=".tmp", dir=folder)
+        # the partial file's name has no "tfevents" in it: TensorBoard would read one left by a crash
+        fd, part = tempfile.mkstemp(prefix=".claw-events.", suffix=".tmp", dir=folder)
         os.close(fd)
         shutil.copyfile(written, part)
         os.replace(part, folder / TB_FILE)
