@@ -54,6 +54,10 @@ def write_events(out: Path, history: List[Dict]) -> Path:
         # the partial file's name has no "tfevents" in it: TensorBoard would read one left by a crash
         fd, part = tempfile.mkstemp(prefix=".claw-events.", suffix=".tmp", dir=folder)
         os.close(fd)
-        shutil.copyfile(written, part)
-        os.replace(part, folder / TB_FILE)
+        try:
+            shutil.copyfile(written, part)
+            os.replace(part, folder / TB_FILE)
+        except BaseException:
+            Path(part).unlink(missing_ok=True)
+            raise
     return folder / TB_FILE

@@ -67,3 +67,17 @@ def test_write_events_replaces_the_file_whole(tmp_path):
     write_events(tmp_path, [{"step": 0, "x": 5.0}])
     assert read_events(tmp_path / TB_DIR) == {"x": [(0, 5.0)]}
     assert [p.name for p in (tmp_path / TB_DIR).iterdir()] == [TB_FILE]
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_partial(tmp_path, monkeypatch):
+    write_events(tmp_path, [{"step": 0, "x": 1.0}])
+    before = (tmp_path / TB_DIR / TB_FILE).read_bytes()
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("claw_lib.rl.events.os.replace", full_disk)
+    with pytest.raises(OSError):
+        write_events(tmp_path, [{"step": 0, "x": 2.0}])
+    assert (tmp_path / TB_DIR / TB_FILE).read_bytes() == before
+    assert [p.name for p in (tmp_path / TB_DIR).iterdir()] == [TB_FILE]
