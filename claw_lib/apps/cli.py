@@ -111,6 +111,7 @@ def _cmd_align(a) -> int:
 def _cmd_rewards(a) -> int:
     from ..alignment.encoders import load_encoder
     from ..config import RewardConfig
+    from ..signals.reviser import batch_rewards
     from ..signals.rewards import token_rewards
 
     _texts(a, "rewards")
@@ -131,13 +132,8 @@ def _cmd_rewards(a) -> int:
         if reviser is not None:  # the rules line by line (a line's error stays its own), then the LM in batches
             one = revised_lines(records, a.strategy, reviser, cfg, enc)
         return write_jsonl(records, one, a.input, a.out, a.force, "rewards")
-    if reviser is not None:
-        from ..signals.reviser import revised_rewards
-
-        tr = revised_rewards([{"output": a.output, "correction": a.correction, "question": a.question}], a.strategy,
-                             reviser, cfg, enc)[0]
-    else:
-        tr = token_rewards(a.output, a.correction, a.strategy, cfg, encoder=enc, judge=judge, question=a.question)
+    tr = batch_rewards([{"output": a.output, "correction": a.correction, "question": a.question}], a.strategy, cfg,
+                       enc, judge, reviser)[0]  # through the reviser when there is one, as the loops read a batch
     if a.json:
         print(to_json(tr.to_dict()))
     else:

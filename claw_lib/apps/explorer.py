@@ -19,9 +19,9 @@ import io
 from typing import Optional
 
 from ..alignment.texts import TextAlignment
-from ..config import ALIGNMENT_STRATEGIES, REWARD_STRATEGIES, AlignConfig, RewardConfig
+from ..config import REWARD_STRATEGIES, AlignConfig, RewardConfig
 from ..models.offline import E5_NAMES, MINILM_NAMES
-from ..signals.rewards import token_rewards
+from ..signals.reviser import batch_rewards
 from .viz import alignment_html, plot_cost_matrix, reward_html
 
 __all__ = ["AlignmentExplorer", "explorer", "report_html", "heatmap_png", "table_html"]
@@ -61,13 +61,9 @@ def _tokens_block(tr, correction: str) -> str:
 
 
 def _rewards(output: str, correction: str, strategy: str, cfg: RewardConfig, encoder, reviser):
-    """The rewards a view shows: through the reviser when one is given (:mod:`claw_lib.signals.reviser`; the
-    alignment is then output <-> revision), else the rules."""
-    if reviser is not None and strategy in ALIGNMENT_STRATEGIES:
-        from ..signals.reviser import revised_rewards
-
-        return revised_rewards([{"output": output, "correction": correction}], strategy, reviser, cfg, encoder)[0]
-    return token_rewards(output, correction, strategy, cfg, encoder=encoder)
+    """The rewards a view shows, as the loops read them (:func:`claw_lib.signals.reviser.batch_rewards`): through
+    the reviser when one is given (the alignment is then output <-> revision), else the rules."""
+    return batch_rewards([{"output": output, "correction": correction}], strategy, cfg, encoder, reviser=reviser)[0]
 
 
 def _source_html(tr) -> str:
