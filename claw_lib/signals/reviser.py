@@ -420,9 +420,10 @@ def revision_rewards(output: str, revision: str, strategy: str = "binary", confi
         else:
             why.append("deleted" if o.op == "delete" else "changed")
             r[i] = _changed_reward(strategy, o.op, o.cost, cfg)
-    for unit in _units(tokens, output, [word_kind(t.text) for t in tokens]):  # a name or code is wrong as a whole
+    units = _units(tokens, output, [word_kind(t.text) for t in tokens]) if cfg.exact else []
+    for unit in units:  # a name or code is wrong as a whole
         bad = [i for i in unit if why[i] in ("changed", "deleted")]
-        for i in unit if bad and cfg.exact else ():
+        for i in (unit if bad else ()):
             if why[i] in ("kept", "punct"):
                 why[i], r[i] = "same name", min(r[j] for j in bad)
     if cfg.omissions and n:
@@ -491,18 +492,18 @@ def revised_rewards(rows: Sequence[dict], strategy: str, reviser: Reviser, confi
             tr, source = _unchanged(row["output"], strategy, cfg), "rules" if rv.why == "a question" else "revision"
         else:
             tr, source = _combined(revision_rewards(row["output"], rv.revision, strategy, cfg, encoder), rl,
-                                   reviser.settings.combine)
+                                   st.combine), "revision"
         tr.info.update({"source": source, "revision": rv.revision, "reviser": rv.to_dict()})
         out.append(tr)
     return out
 
 
-def _combined(rev: TokenRewards, rules: TokenRewards, combine: str) -> Tuple[TokenRewards, str]:
-    """A revision's rewards combined with the rules' (``ReviserConfig.combine``); returns (rewards, source)."""
-    if combine == "rules_first" and rules.rejected.any():
-        return rules, "rules"
+def _combined(rev: TokenRewards, rules: TokenRewards, combine: str) -> TokenRewards:
+    """A revision's rewards combined with the rules' (``ReviserConfig.combine``): "union" takes the lower reward of
+    both on every word; "revision" and "rules_first" keep the revision's (a pair where the rules found a contradiction
+    never reaches here under "rules_first": :func:`revised_rewards` keeps the rules' reading without asking the LM)."""
     if combine == "union":
         rev.rewards = np.minimum(rev.rewards, rules.rewards)
         rev.rejected = rev.rejected | rules.rejected
         rev.info["rules_evidence"] = rules.info.get("evidence")
-    return rev, "revision"
+    return rev
