@@ -1,19 +1,17 @@
-"""The README's PPO result tables are the output of tools/readme_tables.py on the committed result files."""
+"""The README's result tables are the output of tools/readme_tables.py on the committed result files."""
 import contextlib
-import importlib.util
 import io
 from pathlib import Path
+
+from tests.tool_module import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_row_of_the_generated_tables_is_in_the_readme():
-    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "tools" / "readme_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        mod.main()
+        load_tool("readme_tables").main()
     rows = [line for line in out.getvalue().splitlines() if line.startswith("| ") and "---" not in line]
     readme = (ROOT / "README.md").read_text()
     assert len(rows) > 60
@@ -24,10 +22,7 @@ def test_every_row_of_the_generated_tables_is_in_the_readme():
 def test_both_readmes_show_every_probe_set_with_and_without_the_reviser():
     """Every set's dev and test split, rules and reviser, as tools/readme_tables.py prints them from
     results/probe_reviser.json, in README.md and README.zh-CN.md alike."""
-    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "tools" / "readme_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    rows = mod.reviser_rows().splitlines()[2:]
+    rows = load_tool("readme_tables").reviser_rows().splitlines()[2:]
     assert len(rows) == 3 * 2 * 2
     for name in ("README.md", "README.zh-CN.md"):
         text = (ROOT / name).read_text(encoding="utf-8")

@@ -197,7 +197,7 @@ def test_train_trl_writes_the_kits_metrics(tmp_path):
     header = (tmp_path / "metrics.csv").read_text().splitlines()[0].split(",")
     assert header[0] == "step" and set(header) == {k for h in hist for k in h}
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3
-    from tests.rl.test_events import read_events  # TensorBoard's reader on the event file beside metrics.csv
+    from tests.tensorboard_events import read_events  # TensorBoard's reader on the event file beside metrics.csv
 
     assert [s for s, _ in read_events(tmp_path / "tensorboard")["eval/score"]] == [0, 1, 2]
     engine = json.loads((tmp_path / "engine.json").read_text())

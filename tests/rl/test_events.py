@@ -8,19 +8,7 @@ import pytest
 from claw_lib.config import PPOConfig
 from claw_lib.rl.events import TB_DIR, TB_FILE, scalars, write_events
 from claw_lib.rl.ppo import train
-
-event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
-
-
-def read_events(folder):
-    """{tag: [(step, value), ...]} of the folder's event file, through TensorBoard's reader (every event kept)."""
-    acc = event_accumulator.EventAccumulator(str(folder), size_guidance={event_accumulator.SCALARS: 0,
-                                                                          event_accumulator.TENSORS: 0})
-    acc.Reload()
-    out = {tag: [(e.step, float(e.tensor_proto.float_val[0])) for e in acc.Tensors(tag)]
-           for tag in acc.Tags()["tensors"]}
-    out.update({tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]})
-    return out
+from tests.tensorboard_events import read_events
 
 
 def read_csv(path):
