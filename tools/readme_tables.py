@@ -110,7 +110,7 @@ def reviser_rows(path="results/probe_reviser.json", strategy="binary") -> str:
 
 
 def tables() -> None:
-    """Every table, printed in the README's order."""
+    """Every table, printed in the README's order (Table 3 and the engines here, the rest in :func:`later_tables`)."""
     four = [(k, METHOD[k]) for k in ("binary_rl", "opd", "combined", "opd_kl")]
     print("## table3\n")
     print(score_rows("results/table3", [("teacher-vague", "sparse hints (half vague)"), ("teacher", "hint in every complaint")],
@@ -152,6 +152,11 @@ def tables() -> None:
     print(pair_rows("results/engines", [
         ("sparse hints", "teacher-vague", ("teacher-vague@trl", s), s, f"{n}: TRL - kit") for s, n in three] + [
         ("sparse hints, TRL", "teacher-vague@trl", "opd", "binary_rl", "OPD - Binary RL")]))
+    later_tables(four)
+
+
+def later_tables(four) -> None:
+    """The tables after the engines': the quick grid, 48 steps, the chain, v2, hint selection, joint, the TA."""
     print("\n## quick grid (two-part questions) and 48 steps\n")
     print(score_rows("results", [("correcting-pair", "two-part questions"), ("correcting", "one-part questions")],
                      [(k, METHOD[k]) for k in ("sentence", "binary", "continuous")]))
