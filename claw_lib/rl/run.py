@@ -293,16 +293,21 @@ _RESUMABLE = {"steps", "progress", "save_every", "device"}
 _RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", TB_DIR, "config.json", ADAPTER_DIR) + RECORD_FILES
 
 
+#: what a kit without markers wrote into a run folder (adapters, records and TensorBoard files came later, so a
+#: ``tensorboard/`` or ``samples.jsonl`` in a folder without a marker is the user's)
+_PRE_MARKER_RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "metrics.csv", "config.json")
+
+
 def _legacy_run_files(out: Path) -> set:
-    """The run files in a folder that a kit without markers wrote: those of :data:`_RUN_FILES` there, if its
-    config.json is a run's (a PPOConfig with its ``strategy`` and ``task``) and it is not a TRL run."""
+    """The run files in a folder that a kit without markers wrote: those of :data:`_PRE_MARKER_RUN_FILES` there, if
+    its config.json is a run's (a PPOConfig with its ``strategy`` and ``task``) and it is not a TRL run."""
     try:
         saved = json.loads((out / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return set()
     if not isinstance(saved, dict) or not {"strategy", "task"} <= set(saved) or (out / "engine.json").exists():
         return set()
-    return {n for n in _RUN_FILES if (out / n).exists()}
+    return {n for n in _PRE_MARKER_RUN_FILES if (out / n).exists()}
 
 
 def _differ(old: Dict, new: Dict) -> List[str]:
@@ -411,9 +416,13 @@ class RunFolderTaken(ValueError):
     """The folder already holds a TRL run and ``force`` was not given (TRL runs are not resumed)."""
 
 
+#: what a TRL run wrote into its folder before markers existed
+_PRE_MARKER_TRL_FILES = ("metrics.jsonl", "metrics.csv", "config.json", "engine.json", "trl")
+
+
 def _legacy_trl_files(out: Path) -> set:
     """A TRL run's files in a folder written before markers existed (it has engine.json)."""
-    return {n for n in TRL_RUN_FILES if (out / n).exists()} if (out / "engine.json").is_file() else set()
+    return {n for n in _PRE_MARKER_TRL_FILES if (out / n).exists()} if (out / "engine.json").is_file() else set()
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ import contextlib
 import functools
 import json
 import os
+import shutil
 import threading
 
 import pytest
@@ -223,3 +224,21 @@ def test_out_through_a_link_to_a_stream_is_written_through_O08_O15(pairs, tmp_pa
 
     assert is_stream("/dev/stdout") and is_stream("/proc/self/fd/1") and not is_stream(pairs)
     assert str(_file_out("/dev/stdout", force=False)) == "/dev/stdout"  # accepted without --force, never replaced
+
+
+def test_a_folder_without_a_marker_keeps_the_users_newer_names(tmp_path, capsys):
+    """A run folder a kit without markers wrote holds only what that kit wrote (checkpoint, metrics, config): a
+    ``tensorboard/`` or ``samples.jsonl`` beside them is the user's, so --force refuses rather than deleting it."""
+    r = tmp_path / "old"
+    args = ["train", "--steps", "1", "--batch-size", "2", "--out", str(r)]
+    assert run(args, capsys)[0] == 0
+    for name in ("tensorboard", "samples.jsonl", "eval.jsonl", "adapter", MARKER):  # as a kit without markers left it
+        p = r / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+    before = mine(r, {"tensorboard/my_notes.txt": "mine", "samples.jsonl": "{}\n"})
+    rc, _, err = run(args + ["--force"], capsys)
+    assert rc == 2 and "claw did not write it" in message(err), message(err)
+    assert digest(r / "tensorboard" / "my_notes.txt", r / "samples.jsonl") == before
