@@ -18,7 +18,7 @@ import numpy as np
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_file", "OutputFolder", "MARKER",
-           "script_main", "disk_errors", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
+           "script_main", "disk_errors", "finite_array", "check_real", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
 
 
 def cache_dir() -> Path:
@@ -315,6 +315,40 @@ def disk_errors(filename=None):
             raise OSError(f"{e} ({filename})" if filename else str(e)) from e
         code = int(m.group(1))
         raise OSError(code, os.strerror(code), None if filename is None else str(filename)) from e
+
+
+def finite_array(name: str, values, ndim: int = 1) -> np.ndarray:
+    """``values`` as a float64 array of ``ndim`` dimensions, or ValueError naming ``name`` and the first value that
+    is not a finite number (NaN or inf would pass silently through every formula after it: R4-17, R4-19)."""
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {type(values).__name__}") from None
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D array, got shape {a.shape}")
+    bad = np.flatnonzero(~np.isfinite(a.ravel()))
+    if bad.size:
+        raise ValueError(f"{name} must hold finite numbers, got {a.ravel()[bad[0]]} at index {int(bad[0])}")
+    return a
+
+
+def check_real(name: str, value, lo: Optional[float] = None, hi: Optional[float] = None, lo_open: bool = False,
+               integer: bool = False):
+    """``value`` if it is a finite number in [lo, hi] (``lo_open``: (lo, hi]) and, with ``integer``, a whole one;
+    otherwise ValueError (TypeError for a bool or a non-number) naming ``name``. The library's public numeric
+    arguments pass through here (R4-18, R4-20, R4-22)."""
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if integer and not float(value).is_integer():
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not math.isfinite(value) or (lo is not None and (value < lo or (lo_open and value == lo))) \
+            or (hi is not None and value > hi):
+        rng = f"{'(' if lo_open else '['}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+        raise ValueError(f"{name} must be a finite number in {rng}, got {value!r}")
+    return value
 
 
 class FolderLock:

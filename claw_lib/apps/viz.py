@@ -10,6 +10,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..utils import check_real, finite_array
+
 __all__ = ["use_cjk_font", "plot_cost_matrix", "alignment_html", "reward_html", "plot_rewards", "OP_COLORS"]
 
 OP_COLORS = {"match": "#2e7d32", "replace": "#c62828", "delete": "#ef6c00", "insert": "#1565c0"}
@@ -160,8 +162,10 @@ def reward_html(token_rewards, vmax: float = 1.0, title: str = "") -> str:
     ``token_rewards``: a :class:`~claw_lib.rewards.TokenRewards`. Deterministic HTML, no scripts.
     """
     tr = token_rewards
+    check_real("vmax", vmax, lo=0.0, lo_open=True)
+    rewards = finite_array("token_rewards.rewards", tr.rewards)
     parts, pos = [], 0
-    for t, r in zip(tr.tokens, tr.rewards):
+    for t, r in zip(tr.tokens, rewards):
         parts.append(html.escape(tr.output[pos:t.start]))
         parts.append(f'<span title="{_signed(r)}" style="background:{_reward_colour(float(r), vmax)};'
                      f'padding:1px 2px;border-radius:3px">{html.escape(t.text)}</span>')
@@ -169,7 +173,7 @@ def reward_html(token_rewards, vmax: float = 1.0, title: str = "") -> str:
     parts.append(html.escape(tr.output[pos:]))
     label = html.escape(title or tr.strategy)
     return (f'<div style="font-size:15px;line-height:2"><b>{label}</b>&nbsp; {"".join(parts)}'
-            f' &nbsp;<span style="font-size:11px;color:#666">({" ".join(_signed(r, 2) for r in tr.rewards)})</span></div>')
+            f' &nbsp;<span style="font-size:11px;color:#666">({" ".join(_signed(r, 2) for r in rewards)})</span></div>')
 
 
 def plot_rewards(token_rewards_list, ax=None, title: str = ""):

@@ -223,6 +223,8 @@ def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optio
     measure (:func:`until_stable`; lower is faster, so "wins" are the seeds where ``a`` was slower).
     """
     a, b = [(user, x) if isinstance(x, str) else tuple(x) for x in (a, b)]
+    if key != UNTIL_STABLE and any(key not in r for r in rows):
+        raise ValueError(f"key {key!r} is not a column of the rows (they have {sorted(rows[0]) if rows else []})")
     va = {r["seed"]: _value(r, key) for r in rows if (r["user"], r["strategy"]) == a}
     vb = {r["seed"]: _value(r, key) for r in rows if (r["user"], r["strategy"]) == b}
     common = sorted(set(va) & set(vb))
@@ -235,7 +237,10 @@ def paired(rows: List[Dict], user: str, a, b, key: str = "final_score") -> Optio
 
 
 def _value(r: Dict, key: str) -> float:
-    return float(until_stable(r)) if key == UNTIL_STABLE else float(r[key])
+    v = float(until_stable(r)) if key == UNTIL_STABLE else float(r[key])
+    if not np.isfinite(v):  # a NaN would count as neither win, tie nor loss (R4-23)
+        raise ValueError(f"{key} of run {r.get('user')}/{r.get('strategy')} seed {r.get('seed')} is {v}, not a number")
+    return v
 
 
 def _paired_cells(p: Dict) -> str:

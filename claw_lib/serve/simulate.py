@@ -39,6 +39,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, List, Optional, Sequence
 from urllib.parse import urlsplit
 
+import numpy as np
+
+from ..utils import check_real
+
 __all__ = ["USERS", "STABLE_K", "SessionRow", "SimulationResult", "simulate", "sessions_until_stable",
            "counted_sessions", "normalise_url", "add_arguments", "run_from_args", "server_idle"]
 
@@ -56,8 +60,11 @@ SIDE_PROMPT = {"zh": "用五个字概括这段对话。", "en": "Summarise this 
 def sessions_until_stable(holds: Sequence[bool], k: int = STABLE_K) -> Optional[int]:
     """The 0-based index of the first session of the first run of ``k`` holding sessions in a row (the number of
     sessions served before the preference held for good); None if no such run occurs in ``holds``."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_real("k", k, lo=1, integer=True)
+    holds = list(holds)
+    bad = next((h for h in holds if not isinstance(h, (bool, np.bool_))), None)
+    if bad is not None:  # a per-session score or "no" would count as a holding session (R4-21)
+        raise TypeError(f"holds must be booleans (did the preference hold in each session?), got {bad!r}")
     run = 0
     for i, h in enumerate(holds):
         run = run + 1 if h else 0
@@ -69,6 +76,9 @@ def sessions_until_stable(holds: Sequence[bool], k: int = STABLE_K) -> Optional[
 def counted_sessions(value: Optional[int], n_sessions: int) -> int:
     """``value`` of :func:`sessions_until_stable`, with a run that never got there counted at its length
     ``n_sessions`` (a lower bound on the true number, as the ablation tables count "never")."""
+    check_real("n_sessions", n_sessions, lo=1, integer=True)
+    if value is not None:
+        check_real("value", value, lo=0, integer=True)
     return n_sessions if value is None else value
 
 

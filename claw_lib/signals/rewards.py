@@ -46,6 +46,7 @@ from ..config import validate
 from ..text.corrections import clean_correction, guess_lang
 from ..text.langs import warn_language_mismatch
 from ..text.tokens import Token, check_text, subtokens_to_words, tokenize
+from ..utils import check_real, finite_array
 from .rules import MARKS, Evidence, addressed_sentences, omitted_at, read_pair, sentence_of
 
 __all__ = ["TokenRewards", "token_rewards", "evidence_rewards", "omitted_at", "fuse_rewards", "STRATEGIES",
@@ -262,6 +263,9 @@ def fuse_rewards(rewards: Dict[str, np.ndarray], weights: Optional[Dict[str, flo
     if len(set(lens.values())) != 1:
         raise ValueError(f"strategies disagree on the number of tokens: {lens}")
     weights = weights or {}
+    for k, w in weights.items():
+        check_real(f"weights[{k!r}]", w)
+    rewards = {k: finite_array(f"rewards[{k!r}]", v) for k, v in rewards.items()}
     unknown = sorted(set(weights) - set(rewards))
     if unknown:
         raise ValueError(f"weights for {unknown} but no such rewards (rewards: {sorted(rewards)}): a misspelt key "
