@@ -19,7 +19,8 @@ SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", 
 #: ``claw serve`` serving options: flag -> ServeConfig field
 SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
                "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",
-               "--max-message-chars": "max_message_chars", "--max-tokens-limit": "max_tokens_limit"}
+               "--max-message-chars": "max_message_chars", "--max-messages": "max_messages",
+               "--max-tokens-limit": "max_tokens_limit"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -42,7 +43,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     docs, d = field_docs(ServeConfig), ServeConfig()
     kinds = {"tis_cap": number(float, 0), "session_timeout_s": number(float, 0, lo_open=True),
              "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
-             "max_tokens_limit": number(int, 1, 100_000)}
+             "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices=CONTEXTS if name == "context" else None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +21,7 @@ __all__ = ["ApiError", "parse_chat"]
 
 STATIC = Path(__file__).parent / "static"
 ROLES = ("system", "developer", "user", "assistant", "tool")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ApiError(Exception):
@@ -49,21 +51,57 @@ def _number(body: dict, name: str, default, lo, hi, kind=float):
     return kind(v)
 
 
-def _messages(body: dict, limit: int) -> list:
+def check_strings(body) -> None:
+    """:class:`ApiError` 400 naming the first string of a parsed JSON body (a key or a value, at any depth) that is
+    not valid Unicode: a lone surrogate (``"\\ud800"``), which JSON allows and UTF-8 cannot hold. Checked before
+    anything is served or recorded (R4-04, R4-05)."""
+    stack = [("", body)]
+    while stack:  # iterative: a body may nest as deep as the JSON parser allowed
+        path, v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                name = f"{path}.{k}" if path else str(k)
+                if _SURROGATE.search(k):
+                    raise ApiError(400, f"the key {name!r} is not valid Unicode (it holds a lone surrogate)",
+                                   "bad_unicode")
+                stack.append((name, x))
+        elif isinstance(v, list):
+            stack.extend((f"{path}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, str) and _SURROGATE.search(v):
+            raise ApiError(400, f"{path or 'the body'} is not valid Unicode (it holds a lone surrogate such as "
+                           "\\ud800)", "bad_unicode")
+
+
+def _content(c, k: int) -> str:
+    """A message's content as text; 400 for a part that is not ``{"type": ..., ...}`` or a text part whose text is
+    not a string (R4-02, R4-12). Parts of other types (images, audio) are dropped, as API.md says."""
+    from ..prompts import message_text
+
+    if c is not None and not isinstance(c, (str, list)):
+        raise ApiError(400, f"messages[{k}].content must be a string or a list of parts", "bad_content")
+    for i, part in enumerate(c if isinstance(c, list) else []):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise ApiError(400, f"messages[{k}].content[{i}] must be an object with a type, such as "
+                           f"{{\"type\": \"text\", \"text\": \"...\"}}, got {str(part)[:60]!r}", "bad_content")
+        if part["type"] == "text" and not isinstance(part.get("text"), str):
+            raise ApiError(400, f"messages[{k}].content[{i}].text must be a string, got {part.get('text')!r:.60}",
+                           "bad_content")
+    return message_text(c)
+
+
+def _messages(body: dict, limit: int, most: int) -> list:
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         raise ApiError(400, "messages must be a non-empty list of {role, content} objects", "bad_messages")
-    from ..prompts import message_text
-
+    if len(msgs) > most:
+        raise ApiError(413, f"the conversation has {len(msgs)} messages; the server accepts at most {most}",
+                       "too_many_messages")
     out = []
     for k, m in enumerate(msgs):
         if not isinstance(m, dict) or m.get("role") not in ROLES:
             role = m.get("role") if isinstance(m, dict) else None
             raise ApiError(400, f"messages[{k}].role must be one of {list(ROLES)}, got {role!r}", "bad_role")
-        c = m.get("content")
-        if c is not None and not isinstance(c, (str, list)):
-            raise ApiError(400, f"messages[{k}].content must be a string or a list of parts", "bad_content")
-        text = message_text(c)
+        text = _content(m.get("content"), k)
         if len(text) > limit:
             raise ApiError(413, f"messages[{k}] is {len(text)} characters; the server accepts at most {limit}",
                            "message_too_long")
@@ -76,12 +114,13 @@ def parse_chat(body, headers, system: LiveSystem) -> ChatTurn:
     naming the first problem."""
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object", "bad_body")
+    check_strings(body)
     model = body.get("model")
     if model is not None and model != system.model_id:
         raise ApiError(404, f"model {model!r} is not served here; this server serves {system.model_id!r}",
                        "model_not_found")
     cfg = system.cfg
-    msgs = _messages(body, cfg.max_message_chars)
+    msgs = _messages(body, cfg.max_message_chars, cfg.max_messages)
     sid = headers.get("x-session-id") or body.get("session_id")
     if sid is not None and (not isinstance(sid, str) or not sid.strip() or len(sid) > 200):
         raise ApiError(400, "the session id must be a non-empty string of at most 200 characters", "bad_session")

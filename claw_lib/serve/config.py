@@ -14,7 +14,7 @@ from typing import Optional
 from ..config import PPOConfig
 from ..rl.strategies import JUDGED_STRATEGIES
 
-__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config"]
+__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config", "max_body_bytes"]
 
 #: the strategies the live server trains: the ones whose signal comes from the next state alone
 SERVE_STRATEGIES = JUDGED_STRATEGIES
@@ -51,6 +51,9 @@ class ServeConfig:
     """a session silent for longer than this gives no sample for its open turn"""
     max_message_chars: int = 4000
     """longest message accepted (HTTP 413 beyond)"""
+    max_messages: int = 256
+    """most messages one request may hold (HTTP 413 beyond); with ``max_message_chars`` it bounds a request's
+    body (:func:`max_body_bytes`) and what one turn writes to ``turns.jsonl``"""
     max_tokens_limit: int = 256
     """largest ``max_tokens`` a request may ask for"""
     train_delay_s: float = 0.0
@@ -72,7 +75,8 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         v = getattr(cfg, name)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
             raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
-    for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000)):
+    for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000),
+                         ("max_messages", 1, 100_000)):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
@@ -87,6 +91,9 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
             raise ValueError(f"the live server does not support {what}")
     if not cfg.judge.strip():
         raise ValueError("judge must be 'rule', a model name or path, or an http(s):// URL")
+    if cfg.judge_model and not cfg.judge.strip().lower().startswith(("http://", "https://")):  # R4-16
+        raise ValueError(f"judge_model names the model of a URL judge (--judge http://...); the judge here is "
+                         f"{cfg.judge!r}, which does not read it")
     validate(cfg.ppo)
     return cfg
 
@@ -104,7 +111,13 @@ def serve_config_from_dict(d: dict) -> ServeConfig:
 
 
 #: settings a resumed run may change (they do not change what is trained)
-RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars")
+RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages")
+
+
+def max_body_bytes(cfg: ServeConfig) -> int:
+    """The largest request body accepted (HTTP 413 beyond): every message at its longest, each character
+    escaped as JSON's ``\\uXXXX\\uXXXX`` (12 bytes), plus 64 KiB for the rest of the body."""
+    return cfg.max_messages * cfg.max_message_chars * 12 + 65536
 
 
 def differing(saved: ServeConfig, new: ServeConfig) -> Optional[str]:

@@ -18,6 +18,7 @@ status says why.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 from typing import List
@@ -134,13 +135,27 @@ class JudgeLoop(_Loop):
         signal = [float(x) for x in sig.token_signal[0, :n].cpu()]
         mask = [bool(x) for x in sig.mask[0, :n].cpu()]
         rec = sample_record(t, sig.judged[0], signal, mask, s.ppo.strategy, plan(s.ppo).strategy.hint)
-        s.log("samples.jsonl", rec)
+        s.commit("samples.jsonl", rec)  # the commit point: a failed write leaves the turn to be judged on restart
         with s.cond:
             apply_sample(s, t, rec)
             s.cond.notify_all()
         for name, r in upstream_records(rec).items():
             s.log(name, r)
         s.event("judged", t0, time.time(), session_id=t.session_id, turn=t.turn, version=t.policy_version)
+
+
+def stop_reason(e: Exception, folder) -> str:
+    """The one line ``stopped_reason`` says for an update that raised ``e`` (a divergence, a full disk, ...)."""
+    import errno
+
+    from ..rl.run import TrainingDivergedError
+
+    if isinstance(e, TrainingDivergedError):
+        return str(e).splitlines()[0]
+    if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # R4-26
+        return f"the update failed: no space left on device in {folder} (the checkpoint did not fit); free space " \
+               "and restart the same command"
+    return f"the update failed: {type(e).__name__}: {str(e)[:200]}"
 
 
 def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strategy: str, hinted: bool) -> dict:
@@ -199,8 +214,8 @@ class TrainerLoop(_Loop):
                 from ..rl.run import TrainingDivergedError
 
                 with s.cond:
-                    s.stopped_reason = str(e).splitlines()[0] if isinstance(e, TrainingDivergedError) else \
-                        f"the update failed: {type(e).__name__}: {str(e)[:200]}"
+                    s.stopped_reason = stop_reason(e, s.folder.path if s.folder is not None else None)
+                print(f"claw serve: training stopped: {s.stopped_reason}", file=sys.stderr, flush=True)
                 return
             if s.cfg.train_delay_s:
                 self.stopping.wait(s.cfg.train_delay_s)

@@ -7,13 +7,14 @@ fresh line). Nothing else is ever rewritten.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from pathlib import Path
 from typing import Iterator, List
 
-__all__ = ["JsonlLog", "RECORD_FILES"]
+__all__ = ["JsonlLog", "RECORD_FILES", "RecordWriteError"]
 
 #: the live server's logs: name -> what one line holds (docs/serve.md maps them onto upstream's shapes)
 RECORD_FILES = {
@@ -30,6 +31,10 @@ RECORD_FILES = {
 }
 
 
+class RecordWriteError(OSError):
+    """A record that could not be written (``errno`` ENOSPC: no space left on device); the file is as before."""
+
+
 class JsonlLog:
     """One append-only JSONL file; thread-safe appends.
 
@@ -44,15 +49,24 @@ class JsonlLog:
         self._f = None
 
     def append(self, record: dict) -> None:
-        """Write ``record`` as one line (ensure_ascii off: Chinese stays readable)."""
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        """Write ``record`` as one line (ensure_ascii off: Chinese stays readable), whole or not at all: a write
+        that fails (a full disk) is cut off the file again and raises :class:`RecordWriteError` naming the file,
+        so no torn line and no line written later by a buffer is left behind (R4-27)."""
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
             if self._f is None:
-                self._f = open(self.path, "a", encoding="utf-8")
-            self._f.write(line)
-            self._f.flush()
-            if self.fsync:
-                os.fsync(self._f.fileno())
+                self._f = open(self.path, "ab", buffering=0)  # unbuffered: nothing waits to be written later
+            size = os.fstat(self._f.fileno()).st_size
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[self._f.write(view):]
+                if self.fsync:
+                    os.fsync(self._f.fileno())
+            except OSError as e:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._f.fileno(), size)
+                raise RecordWriteError(e.errno, f"{self.path} could not be written ({e.strerror or e})") from e
 
     def read(self) -> List[dict]:
         """Every complete record, in order. A last line without its newline is the torn tail of a killed

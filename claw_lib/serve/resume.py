@@ -16,6 +16,7 @@ with a next state and no sample, and trains no sample twice. Side turns are not 
 """
 from __future__ import annotations
 
+import io
 import json
 import time
 from typing import Dict, List
@@ -99,7 +100,7 @@ def _replay_turns(s, turns: List[dict], nexts: List[dict]) -> None:
     for r in turns:
         t = Turn(r["session_id"], int(r["turn"]), int(r["policy_version"]), r["messages"], r["prompt_text"],
                  r["response_text"], r["prompt_ids"], r["response_ids"], r["rollout_log_probs"], float(r["timestamp"]),
-                 r.get("question", ""), r.get("lang", "en"), r.get("tokens", []))
+                 r.get("question", ""), r.get("lang", "en"), r.get("tokens", []), finished=r.get("finished", True))
         s.turns[t.key] = t
         previous, ended = s.book.open_turn(t.session_id, t.key, bool(r.get("session_done")), t.timestamp)
         if previous is not None:
@@ -178,9 +179,14 @@ def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> Non
     if s.folder is not None:
         ck = {"model": trainable_tensors(s.engine), "opt": optimizer.state_dict(), "version": version,
               "updates": s.updates + [update], "metrics": s.metrics + [row]}
+        buf = io.BytesIO()  # serialised first: a full disk is then an OSError of the write, not torch's "unexpected pos"
+        torch.save(ck, buf)
         with atomic_write(s.folder.path / "checkpoint.pt", "wb") as f:
-            torch.save(ck, f)
+            f.write(buf.getbuffer())
     row["timing/swap_s"] = s.engine.publish(version)
+    s.log("trained.jsonl", update)
+    if s.folder is not None:  # the files first: a status that shows the update finds its metrics written
+        _write_metrics(s.folder.path, s.metrics + [row])
     done = set(keys)
     with s.cond:
         for k in keys:
@@ -190,6 +196,3 @@ def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> Non
         s.metrics.append(row)
         s.counts["samples_trained"] += len(keys)
         s.last_update_s, s.last_update_duration_s = time.time(), float(row.get("timing/update_s", 0.0))
-    s.log("trained.jsonl", update)
-    if s.folder is not None:
-        _write_metrics(s.folder.path, s.metrics)

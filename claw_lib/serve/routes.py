@@ -2,13 +2,18 @@
 the parameters' annotations at run time)."""
 
 import json
+from typing import Optional
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from .app import ApiError, completion, parse_chat, sse_chunks, STATIC
+from .config import max_body_bytes
+from .records import RecordWriteError
 
 __all__ = ["create_app", "add_routes"]
 
@@ -18,18 +23,76 @@ def _error(status: int, message: str, code: str):
                         status_code=status)
 
 
-def create_app(system):
-    """The FastAPI application of ``system`` (routes in API.md; the request checks and OpenAI's shapes are
-    :mod:`claw_lib.serve.app`'s)."""
-    return add_routes(system)
+async def read_json(request: Request, limit: int):
+    """The request's JSON body, checked before it is parsed: ``application/json`` only (a ``text/plain`` POST from
+    any web page needs no CORS preflight, so it could queue a false correction: R4-S1), at most ``limit`` bytes
+    (R4-28), nesting the parser can read (R4-01); a client that hangs up is answered with nothing (R4-06)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise ApiError(415, f"the body must be sent as Content-Type: application/json, got {kind or 'none'!r}",
+                       "unsupported_media_type")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"the body is {int(declared)} bytes; the server accepts at most {limit}", "body_too_large")
+    raw = bytearray()
+    try:
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > limit:
+                raise ApiError(413, f"the body is over {limit} bytes, the most the server accepts", "body_too_large")
+    except ClientDisconnect:
+        raise ClientGone() from None
+    try:
+        return json.loads(bytes(raw) or b"null")
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise ApiError(400, f"the body is not valid JSON ({str(e).splitlines()[0][:120]})", "bad_json") from None
 
 
-def add_routes(system):
-    """A FastAPI app serving ``system``."""
+class ClientGone(Exception):
+    """The client closed the connection before its request was read: nobody is left to answer."""
+
+
+def allowed_hosts(host: str) -> Optional[set]:
+    """The Host header values a server bound to ``host`` accepts (None: any, for a server bound to every address,
+    which :func:`~claw_lib.serve.server.serve_forever` warns about). Refusing the others stops a DNS-rebinding page
+    from reading the sessions through a name that resolves to 127.0.0.1 (R4-S2)."""
+    if host in ("0.0.0.0", "::", ""):
+        return None
+    return {host.strip("[]").lower(), "localhost", "127.0.0.1", "::1"}
+
+
+def _host_of(header: str) -> str:
+    h = header.strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else h
+    return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
+
+
+def create_app(system, host: str = "127.0.0.1"):
+    """The FastAPI application of ``system`` bound to ``host`` (routes in API.md; the request checks and OpenAI's
+    shapes are :mod:`claw_lib.serve.app`'s)."""
+    return add_routes(system, host)
+
+
+def add_routes(system, host: str = "127.0.0.1"):
+    """A FastAPI app serving ``system`` on ``host`` (its Host header check: :func:`allowed_hosts`)."""
     from .sessions import SessionFinishedError
     from .engine import PromptTooLongError
 
     app = FastAPI(title="claw serve", docs_url=None, redoc_url=None)
+    hosts = allowed_hosts(host)
+
+    @app.middleware("http")
+    async def _guard(request: Request, call_next):
+        host = _host_of(request.headers.get("host", ""))
+        if hosts is not None and host not in hosts:
+            return _error(421, f"Host {host!r} is not this server's address ({', '.join(sorted(hosts))}); a page "
+                          "reached through another name is refused", "bad_host")
+        return await call_next(request)
+
+    @app.exception_handler(ClientGone)
+    async def _gone(request, e: ClientGone):
+        return Response(status_code=400)
 
     @app.exception_handler(ApiError)
     async def _api_error(request, e: ApiError):
@@ -40,12 +103,15 @@ def add_routes(system):
         return _error(e.status_code, f"{request.method} {request.url.path}: {e.detail}", "not_found"
                       if e.status_code == 404 else "http_error")
 
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request, e: RequestValidationError):  # FastAPI's own shape would break API.md (R4-29)
+        first = (e.errors() or [{}])[0]
+        where = ".".join(str(x) for x in first.get("loc", ())[1:]) or "the request"
+        return _error(400, f"{where}: {first.get('msg', 'invalid')} (got {first.get('input')!r:.60})", "bad_request")
+
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
-        try:
-            body = json.loads(await request.body() or b"null")
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ApiError(400, f"the body is not valid JSON ({str(e).splitlines()[0][:120]})", "bad_json")
+        body = await read_json(request, max_body_bytes(system.cfg))
         req = parse_chat(body, request.headers, system)
         try:
             served, turn = await run_in_threadpool(system.serve, req)
@@ -53,6 +119,8 @@ def add_routes(system):
             raise ApiError(409, str(e), "session_finished")
         except PromptTooLongError as e:
             raise ApiError(413, str(e), "prompt_too_long")
+        except RecordWriteError as e:  # nothing was recorded, nothing is answered (R4-27)
+            raise ApiError(507, f"the turn was not recorded, so it is not answered: {e.strerror}", "insufficient_storage")
         answer = completion(system, served, turn, req, bool(body.get("logprobs")))
         if body.get("stream"):
             return StreamingResponse(sse_chunks(answer, served.tokens), media_type="text/event-stream")

@@ -6,6 +6,10 @@ takes. :func:`serve_forever` is the command's foreground form.
 """
 from __future__ import annotations
 
+import errno
+import ipaddress
+import socket
+import sys
 import threading
 import time
 from typing import Optional
@@ -23,8 +27,15 @@ class LiveServer:
         from .system import LiveSystem
 
         self.cfg = cfg or ServeConfig()
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an integer in [0, 65535] (0: a free one), got {port!r}")
         self.host, self.port = host, port
-        self.system = LiveSystem(self.cfg, out=out, force=force)
+        self._socket = bind_socket(host, port)  # before the model loads: a port in use is said at once (R4-07)
+        try:
+            self.system = LiveSystem(self.cfg, out=out, force=force)
+        except BaseException:
+            self._socket.close()
+            raise
         self._thread: Optional[threading.Thread] = None
         self._server = None
         self.loops = []
@@ -47,19 +58,20 @@ class LiveServer:
         self.loops = [JudgeLoop(self.system)] + ([TrainerLoop(self.system)] if self.cfg.train else [])
         for loop in self.loops:
             loop.start()
-        config = uvicorn.Config(create_app(self.system), host=self.host, port=self.port, log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(create_app(self.system, self.host), log_level="warning", access_log=False,
+                                lifespan="off")
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # the caller's thread owns the signals
-        self._thread = threading.Thread(target=self._server.run, name="claw-http", daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, name="claw-http",
+                                        daemon=True)
         self._thread.start()
         t_end = time.time() + timeout_s
         while not self._server.started:
             if not self._thread.is_alive() or time.time() > t_end:
                 self.stop()
-                raise RuntimeError(f"the server could not listen on {self.host}:{self.port} (is the port in use?)")
+                raise RuntimeError(f"the HTTP server on {self.host}:{self.port} did not start within {timeout_s:g} s")
             time.sleep(0.02)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.port = self._socket.getsockname()[1]
         return self
 
     def stop(self) -> None:
@@ -72,6 +84,7 @@ class LiveServer:
             loop.stop()
         for loop in self.loops:
             loop.join(timeout=60)
+        self._socket.close()
         self.system.close()
 
     def wait_idle(self, timeout_s: float = 60.0, trained: bool = True) -> bool:
@@ -95,11 +108,51 @@ class LiveServer:
         self.stop()
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: a free one), or ValueError in one line naming what is wrong:
+    a host that does not resolve (``--host``) or a port in use (``--port``)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise ValueError(f"--host {host!r} is not an address of this machine ({e}); use 127.0.0.1, or 0.0.0.0 for "
+                         "every address") from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise ValueError(f"port {port} is in use on {host}; choose another --port, or --port 0 for a free one") \
+                from None
+        raise ValueError(f"cannot listen on --host {host!r} --port {port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def exposure_warning(host: str) -> Optional[str]:
+    """The warning a server bound beyond this machine prints (R4-S3), or None for a loopback address."""
+    try:
+        loopback = all(ipaddress.ip_address(i[4][0]).is_loopback for i in socket.getaddrinfo(host, None))
+    except (socket.gaierror, ValueError, UnicodeError):
+        loopback = False
+    if loopback:
+        return None
+    return (f"claw serve: WARNING: listening on {host}, beyond this machine: anyone who can reach the port can read "
+            "every conversation and send turns that train the model (there is no authentication); use --host "
+            "127.0.0.1 unless that is what you want")
+
+
 def serve_forever(cfg: ServeConfig, host: str, port: int, out=None, force: bool = False) -> int:
     """``claw serve``: start, print the address (one flushed line), run until SIGINT / SIGTERM, stop cleanly."""
     import signal
 
     srv = LiveServer(cfg, host=host, port=port, out=out, force=force).start()
+    warning = exposure_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *a: done.set())

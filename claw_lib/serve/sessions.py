@@ -39,7 +39,8 @@ class Turn:
     (``policy_version``), nats; question / lang: what the teacher's prompt is built from when the model reads
     only the last message; next_state / next_role: the next main-line message of the session (None until it
     arrives); score, votes, hint: the judge's; signal: the per-token training signal (one float per response
-    token) once judged; trained_version: the version the update that used it produced.
+    token) once judged; trained_version: the version the update that used it produced; finished: the answer ended
+    (end of text or a stop) rather than at max_tokens.
     """
 
     session_id: str
@@ -64,6 +65,7 @@ class Turn:
     signal: Optional[List[float]] = None
     mask: Optional[List[bool]] = None
     trained_version: Optional[int] = None
+    finished: bool = True
 
     @property
     def key(self) -> str:

@@ -31,6 +31,7 @@ driven without waiting.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import time
@@ -51,8 +52,10 @@ USERS = ("teacher", "student", "ta", "correcting")
 #: "holds k sessions in a row" (the paper's second version: three; claw_lib.rl.ablation.STABLE_K)
 STABLE_K = 3
 #: retries of a chat request the server could not take (503: upstream's "submission paused for weight update",
-#: 429, 502, 504) or that found no server (a restart after ``kill -9``), with backoff 0.5, 1, 2, 4, 8 s
-RETRIES, RETRY_STATUS = 5, (429, 502, 503, 504)
+#: 429, 502, 504) or that found no server (a restart after ``kill -9``: 10-15 s on a 2-core laptop), with backoff
+#: 0.5, 1, 2, 4, 8, 8, ... s for at most RETRY_BUDGET_S seconds in all. A retried main turn is answered from the
+#: server's records when its first try was recorded (the server treats the same messages as a retry).
+RETRY_BUDGET_S, RETRY_STATUS = 90.0, (429, 502, 503, 504)
 #: what a side turn asks (served, never trained on): the kind of bookkeeping call an agent makes beside the chat
 SIDE_PROMPT = {"zh": "用五个字概括这段对话。", "en": "Summarise this conversation in five words."}
 
@@ -195,6 +198,7 @@ class _Driver:
         import openai
 
         self.url, self.openai = url, openai
+        self.retry_budget_s = RETRY_BUDGET_S
         # retries are ours (:meth:`chat`): the client's own would also retry a 409 (a finished session) with backoff
         self.client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=timeout, max_retries=0)
         self.http = httpx.Client(timeout=timeout)
@@ -230,7 +234,8 @@ class _Driver:
         request took)."""
         headers = {"X-Session-Id": session_id, "X-Turn-Type": turn_type, "X-Session-Done": "true" if done else "false"}
         t0 = time.perf_counter()
-        for attempt in range(RETRIES + 1):
+        for attempt in itertools.count():
+            last = time.perf_counter() - t0 >= self.retry_budget_s
             try:
                 r = self.client.chat.completions.create(model=self.model, messages=messages, extra_headers=headers,
                                                         **self.opts)
@@ -238,10 +243,11 @@ class _Driver:
             except self.openai.APITimeoutError:
                 raise ValueError(f"the server at {self.url} did not answer within the timeout in {where}") from None
             except self.openai.APIConnectionError as e:
-                if attempt == RETRIES:
-                    raise ValueError(f"lost the server at {self.url} in {where} ({_cause(e)})") from None
+                if last:
+                    raise ValueError(f"lost the server at {self.url} in {where}: gave up after retrying for "
+                                     f"{time.perf_counter() - t0:.0f} s ({_cause(e)})") from None
             except self.openai.APIStatusError as e:
-                if e.status_code not in RETRY_STATUS or attempt == RETRIES:
+                if e.status_code not in RETRY_STATUS or last:
                     raise ValueError(f"the server answered HTTP {e.status_code} in {where}: {_message(e)}") from None
             time.sleep(min(8.0, 0.5 * 2 ** attempt))
         return r.choices[0].message.content or "", (r.model_extra or {}).get("claw") or {}, time.perf_counter() - t0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ class LiveSystem:
         self.metrics: List[dict] = []
         self.events: List[dict] = []
         self.stopped_reason: Optional[str] = None
+        self.failed_logs: set = set()
         self.last_update_s: Optional[float] = None
         self.last_update_duration_s: Optional[float] = None
         self.ckpt: Optional[dict] = None
@@ -90,6 +92,21 @@ class LiveSystem:
 
     # ------------------------------------------------------------------ records
     def log(self, name: str, record: dict) -> None:
+        """Append to a record file the run can rebuild (next states, PRM / OPD records, the timeline): a failed
+        write (a full disk) is reported once on stderr and repaired on restart, never an error of the request that
+        caused it. ``turns.jsonl`` and ``samples.jsonl``, the commit points, are written by their callers."""
+        if name not in self.logs:
+            return
+        try:
+            self.logs[name].append(record)
+        except OSError as e:
+            if name not in self.failed_logs:
+                self.failed_logs.add(name)
+                print(f"claw serve: {e}; the record is rebuilt on restart", file=sys.stderr, flush=True)
+
+    def commit(self, name: str, record: dict) -> None:
+        """Append to a commit-point record file (``turns.jsonl``, ``samples.jsonl``): a failed write raises
+        :class:`~claw_lib.serve.records.RecordWriteError` and the caller changes nothing."""
         if name in self.logs:
             self.logs[name].append(record)
 
@@ -104,27 +121,33 @@ class LiveSystem:
     # ------------------------------------------------------------------ 1. serve, 2. next states
     def serve(self, req: ChatTurn):
         """Answer ``req`` with the serving weights; a main-line turn is recorded and completes its session's
-        previous turn. Returns (Served, turn index or None)."""
-        main = req.turn_type == "main"
-        index = self.book.next_index(req.session_id) if main else None  # refuses a finished session first
+        previous turn. Returns (Served, turn index or None).
+
+        A main turn is recorded and answered, or neither: its line in ``turns.jsonl`` is written before anything
+        else changes (a failed write raises :class:`~claw_lib.serve.records.RecordWriteError` and leaves no trace).
+        A main turn whose messages equal its session's last recorded turn's is a client's retry (of a request
+        whose answer was lost, e.g. to a restart): it gets the recorded answer and records nothing (R4-08)."""
+        if req.turn_type != "main":
+            return self._side(req), None
+        retry = self.recorded_answer(req)
+        if retry is not None:
+            return retry
+        self.book.next_index(req.session_id)  # refuses a finished session before any work
         task = self.engine.task(req.messages)
         t0 = time.time()
-        seed = self.ppo.seed * 100_003 + self.counts["turns_served"] + self.counts["side_turns_served"]
-        served = self.engine.answer(task, req.temperature, req.max_tokens, seed)
+        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed())
         with self.cond:
-            if not main:
-                self.counts["side_turns_served"] += 1
-                self.event("served", t0, time.time(), session_id=req.session_id, turn=None, version=served.version,
-                           turn_type="side")
-                return served, None
-            self.counts["turns_served"] += 1
+            retry = self.recorded_answer(req)  # the original of this retry was recorded while this one was decoded
+            if retry is not None:
+                return retry
             index = self.book.next_index(req.session_id)
             turn = Turn(req.session_id, index, served.version, req.messages, served.prompt_text, served.text,
                         served.prompt_ids, served.response_ids, served.rollout_log_probs, t0, task.question, task.lang,
-                        served.tokens)
+                        served.tokens, finished=served.finished)
+            self.commit("turns.jsonl", turn_record(turn, req.session_done))  # raises, changing nothing, on failure
+            self.counts["turns_served"] += 1
             self.turns[turn.key] = turn
             previous, ended = self.book.open_turn(req.session_id, turn.key, req.session_done, t0)
-            self.log("turns.jsonl", turn_record(turn, req.session_done))
             if previous is not None:
                 self.set_next_state(previous, req.messages[-1])
             if ended is not None:
@@ -132,6 +155,34 @@ class LiveSystem:
         self.event("served", t0, time.time(), session_id=req.session_id, turn=index, version=served.version,
                    turn_type="main")
         return served, index
+
+    def _side(self, req: ChatTurn):
+        """A side turn: served, counted, never recorded."""
+        task = self.engine.task(req.messages)
+        t0 = time.time()
+        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed())
+        with self.cond:
+            self.counts["side_turns_served"] += 1
+        self.event("served", t0, time.time(), session_id=req.session_id, turn=None, version=served.version,
+                   turn_type="side")
+        return served
+
+    def _seed(self) -> int:
+        return self.ppo.seed * 100_003 + self.counts["turns_served"] + self.counts["side_turns_served"]
+
+    def recorded_answer(self, req: ChatTurn):
+        """(Served, turn index) of the session's last recorded turn when ``req`` repeats its messages while that
+        turn is still the session's last word (waiting for its next state, or ending a finished session): a retry.
+        Else None; a turn closed by the session's timeout may be asked again as a new turn."""
+        from .engine import Served
+
+        keys = self.book.turns(req.session_id)
+        t = self.turns.get(keys[-1]) if keys else None
+        if t is None or t.messages != req.messages or \
+                not (t.status == "awaiting_next_state" or self.book.is_done(req.session_id)):
+            return None
+        return Served(t.policy_version, t.prompt_text, t.prompt_ids, t.response_ids, t.response_text,
+                      t.rollout_log_probs, t.tokens, t.finished), t.turn
 
     def set_next_state(self, key: str, message: dict, record: bool = True, queue: bool = True) -> None:
         """The next main-line message of the session becomes ``key``'s next state; the turn goes to the judge."""
@@ -201,7 +252,7 @@ def turn_record(t: Turn, done: bool) -> dict:
             "prompt_text": t.prompt_text, "response_text": t.response_text, "tool_calls": [], "next_state": None,
             "policy_version": t.policy_version, "prompt_ids": t.prompt_ids, "response_ids": t.response_ids,
             "rollout_log_probs": t.rollout_log_probs, "question": t.question, "lang": t.lang, "tokens": t.tokens,
-            "session_done": done}
+            "session_done": done, "finished": t.finished}
 
 
 def turn_view(t: Turn) -> dict:

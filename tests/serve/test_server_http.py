@@ -98,6 +98,8 @@ def test_the_next_message_is_the_next_state(server):
 ])
 def test_bad_requests_get_a_4xx_json_error_naming_the_problem(server, body, headers, status, words):
     kw = {"content": body} if isinstance(body, bytes) else {"json": body}
+    if isinstance(body, bytes):  # malformed JSON, sent as JSON (another content type is a 415: R4-S1)
+        headers = {**headers, "Content-Type": "application/json"}
     r = httpx.post(server.url + "/v1/chat/completions", headers=headers, **kw)
     assert r.status_code == status
     err = r.json()["error"]
