@@ -779,6 +779,11 @@ def _validate_together(flat: Dict[str, Any]) -> None:
         raise ValueError("task.p_vague means nothing for task.user 'tool-chain' (its next states are tool outputs, "
                          f"never vague replies), got {flat['task.p_vague']}; leave it out")
     _validate_judge(flat)
+    reviser, strategy = flat.get("reward.reviser.model", "auto"), flat.get("strategy")
+    if reviser not in ("auto", "none") and strategy is not None and strategy not in ALIGNMENT_STRATEGIES:  # R4-16
+        raise ValueError(f"reward.reviser.model {reviser!r} revises the output for the alignment strategies "
+                         f"{ALIGNMENT_STRATEGIES}; strategy {strategy!r} reads no revision, so it would be ignored: "
+                         "leave it out")
     rel = flat.get("task.relations")
     if rel is not None and flat.get("task.world", "fact") == "fact":  # C04
         if isinstance(rel, str) or not rel or any(r not in FACT_RELATIONS for r in rel):

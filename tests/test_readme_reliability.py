@@ -24,6 +24,10 @@ TC10 DT01 ET13 MX01 MX03 O07b OP23 OP24b OP05b IR03 IN07 ST01 TL10 TL13 TL14 TL2
 C11 D01""".split()
 
 
+#: the 34 ids of the fourth review (issue 43), covering its 56 failures: R4-01 to R4-31, R4-S1 to R4-S3
+REVIEW4_IDS = [f"R4-{k:02d}" for k in range(1, 32)] + ["R4-07b"] + [f"R4-S{k}" for k in range(1, 4)]
+
+
 def _tests(path: Path) -> dict:
     """test function name -> its name and docstring."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -45,6 +49,14 @@ def test_every_third_review_failure_has_a_test_that_names_it():
     missing = [i for i in REVIEW3_IDS if not re.search(rf"(?<![A-Za-z0-9]){i}(?![0-9a-z])", texts)]
     assert not missing, missing
     assert (ROOT / "tests" / "README.md").is_file()  # what an id means and where the reviews come from
+
+
+def test_every_fourth_review_failure_has_a_test_that_names_it():
+    """A test's name (R4_05) or docstring (R4-05) carries the id; tests/apps/test_safety_r4_*.py only."""
+    files = sorted((ROOT / "tests" / "apps").glob("test_safety_r4_*.py"))
+    texts = " ".join(t for f in files for t in _tests(f).values())
+    missing = [i for i in REVIEW4_IDS if not re.search(rf"(?<![A-Za-z0-9]){i.replace('-', '[-_]')}(?![0-9a-z])", texts)]
+    assert not missing, missing
 
 
 def test_every_test_the_reliability_section_names_exists():

@@ -71,6 +71,9 @@ def _texts(a, command: str) -> None:
         raise CLIError(f"claw {command}: give either OUTPUT CORRECTION or --input FILE, not both")
     if not a.input and (a.output is None or a.correction is None):
         raise CLIError(f"claw {command}: need OUTPUT and CORRECTION (or --input FILE.jsonl)")
+    if not a.input and a.out is not None:  # R4-11: it was ignored, the result printed and no file written
+        raise CLIError(f"claw {command}: --out writes the results of --input FILE.jsonl; for OUTPUT CORRECTION the "
+                       "result is printed (--json prints it as JSON: redirect it to a file)")
 
 
 def _cmd_align(a) -> int:

@@ -140,7 +140,7 @@ def exposure_warning(host: str) -> Optional[str]:
         loopback = False
     if loopback:
         return None
-    return (f"claw serve: WARNING: listening on {host}, beyond this machine: anyone who can reach the port can read "
+    return (f"claw serve: warning: listening on {host}, beyond this machine: anyone who can reach the port can read "
             "every conversation and send turns that train the model (there is no authentication); use --host "
             "127.0.0.1 unless that is what you want")
 
