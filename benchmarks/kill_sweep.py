@@ -155,7 +155,10 @@ def report(r: dict) -> str:
              f"{r['awaiting_judge_on_restart']} |",
              f"| updates | {r['updates']} (versions 1..{r['updates']} without a gap), {r['samples_trained']} samples "
              "trained, none twice, each with its sample record |",
-             "| torn lines, stale temporary files | none |", ""]
+             "| torn lines, stale temporary files | none |", "",
+             "What this does not establish: a real model's restart (minutes to load, longer than simulate's 90 s of "
+             "retries), a full disk during the sweep (`tests/apps/test_safety_r4_server.py` covers it), or one turn "
+             "retried by several clients at once; it is one seed of the tiny GPT on a 2-core machine.", ""]
     return "\n".join(lines)
 
 
