@@ -93,8 +93,8 @@ STUDENT_COMPLAINTS: Dict[str, Tuple[str, ...]] = {
 }
 #: a complaint when the reply does not show its working (appended to any persona's complaint)
 NO_WORK_COMPLAINTS: Dict[str, str] = {
-    "en": "Also, you didn't show how you got it. Please write out all the working, like a student would.",
-    "zh": "还有，你没写怎么算出来的。请把计算过程都写出来，像学生写的那样。",
+    "en": "You didn't show how you got it. Please write out all the working, like a student would.",
+    "zh": "你没写怎么算出来的。请把计算过程都写出来，像学生写的那样。",
 }
 #: what each persona wants, as it says it in a complaint (the "preference told" of the ceiling, the OPD hint)
 PERSONA_PREFERENCES: Dict[str, Dict[str, str]] = {
@@ -115,8 +115,8 @@ PERSONA_PREFERENCES: Dict[str, Dict[str, str]] = {
 }
 #: the user is satisfied (and ends the session): read as +1 without a hint
 HOMEWORK_THANKS: Dict[str, Tuple[str, ...]] = {
-    "en": ("Great, that looks like something I'd write. Thanks!", "Nice, this works for me. Thanks!"),
-    "zh": ("很好，这样就像我自己写的，谢谢！", "好的，这样可以，谢谢！"),
+    "en": ("Great, thanks!", "Perfect, thank you!"),
+    "zh": ("很好，谢谢！", "好的，就是这样，谢谢！"),
 }
 #: a friendly opener the teacher persona looks for in a reply's opening (case-folded; English ones as whole words)
 FRIENDLY_OPENERS: Dict[str, Tuple[str, ...]] = {
@@ -130,9 +130,10 @@ ENCOURAGEMENTS: Dict[str, Tuple[str, ...]] = {
            "good job", "well done", "nice work", "keep practicing", "keep going", "good luck"),
     "zh": ("继续加油", "加油", "你能行", "做得好", "继续努力", "你可以的", "祝你好运"),
 }
-#: worded operators that make a calculation step ("15 minus 6", "15减6"), besides the signs = + - * / × ÷
+#: worded operators that make a calculation step ("15 minus 6", "150 meters x $194", "15减6"), besides the signs
+#: = + - * / × ÷ (Reef's words; "x" and the Chinese ones are the kit's)
 STEP_WORDS: Dict[str, Tuple[str, ...]] = {
-    "en": ("plus", "minus", "times", "divided by", "multiplied by", "equals"),
+    "en": ("plus", "minus", "times", "divided by", "multiplied by", "equals", "x"),
     "zh": ("加上", "加", "减去", "减", "乘以", "乘", "除以", "等于"),
 }
 
