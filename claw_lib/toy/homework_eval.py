@@ -1,0 +1,113 @@
+"""The personal-agent ceiling: what a model does for a homework persona before any training (issue 46).
+
+OPD distils what the hinted model does into the unhinted one, and Binary RL reinforces what sampling finds, so what a
+model can learn from its user is bounded by what it does when told. For one persona (:mod:`claw_lib.toy.homework`)
+and a list of GSM8K problems, :func:`ceiling` measures the persona's acceptance of the session's first reply, and its
+correctness (the gold answer is the reply's final number), under three conditions
+(:data:`claw_lib.config.CEILING_CONDITIONS`):
+
+* ``untrained`` -- the request as the user sends it (:meth:`HomeworkUser.ask`), nothing else;
+* ``prompted``  -- the persona's preference (:func:`~claw_lib.toy.homework.preference`) as a system prompt before it;
+* ``hinted``    -- OPD's teacher, exactly as OPD scores it: the user reacts to the untrained reply, the judge
+  (:func:`claw_lib.signals.opd.judge_turn`, the rule judge by default) reads that reaction, and its hint is appended
+  to the request (``"\\n\\n[user's hint / instruction]\\n" + hint``, :func:`claw_lib.prompts.append_hint`); counted
+  over the turns that give a hint (an accepted reply is thanked: no hint, no OPD sample), as
+  :func:`claw_lib.toy.evaluation.hinted_teacher_score` does for the fact world.
+
+Each condition decodes greedy or sampled at temperature 1 (:data:`claw_lib.config.DECODINGS`). A prompt that does not
+fit the model's positions with ``max_new_tokens`` more is not generated and is counted as ``too_long`` (the tiny
+GPT's 160 positions hold few GSM8K requests; a real model's hold all). A model without a chat template gets the
+system prompt as a paragraph before the request, in the kit's plain prompt form.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from ..config import CEILING_CONDITIONS, DECODINGS
+from ..models.lm import encode, generate, max_positions
+from ..prompts import append_hint, build_prompt, has_chat_template, template_messages
+from ..signals.opd import judge_turn
+from .gsm8k import Problem, is_correct
+from .homework import HomeworkUser, checks, preference
+
+__all__ = ["request_messages", "render", "hinted_messages", "ceiling"]
+
+
+def request_messages(user: HomeworkUser, problem: Problem, system: Optional[str] = None) -> List[dict]:
+    """The session's first request as chat messages: ``[system?, user]``."""
+    head = [{"role": "system", "content": system}] if system else []
+    return head + [{"role": "user", "content": user.ask(problem)}]
+
+
+def render(tokenizer, messages: List[dict], lang: str) -> str:
+    """The prompt text of ``messages``: the tokenizer's chat template (generation prompt added), or, without one, the
+    kit's plain form of the user message with any system text as a paragraph before it."""
+    if has_chat_template(tokenizer):
+        return tokenizer.apply_chat_template(template_messages(messages), tokenize=False, add_generation_prompt=True)
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    user = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    return build_prompt((system + "\n\n" + user) if system else user, lang)
+
+
+def hinted_messages(messages: List[dict], reply: str, reaction_text: str, judge=None) -> Optional[List[dict]]:
+    """OPD's teacher request for one turn: ``messages`` with the judge's hint from the user's reaction appended to
+    the last user message; None when the judge gives no hint (OPD drops such a turn)."""
+    hint = judge_turn(reply, reaction_text, judge).hint
+    return append_hint(messages, hint) if hint else None
+
+
+def _fits(model, tokenizer, prompt: str, max_new_tokens: int) -> bool:
+    m = max_positions(model)
+    return m is None or len(encode(tokenizer, prompt)) + max_new_tokens <= m
+
+
+def _decode(model, tokenizer, prompts: Sequence[Optional[str]], decoding: str, max_new_tokens: int, seed: int):
+    """Replies to the prompts that fit (None for a prompt that is None or too long), in order."""
+    keep = [i for i, p in enumerate(prompts) if p is not None and _fits(model, tokenizer, p, max_new_tokens)]
+    gens = generate(model, tokenizer, [prompts[i] for i in keep], max_new_tokens=max_new_tokens,
+                    greedy=decoding == "greedy", seed=seed) if keep else []
+    out: List = [None] * len(prompts)
+    for i, g in zip(keep, gens):
+        out[i] = g
+    return out
+
+
+def _tally(persona: str, problems: Sequence[Problem], prompts, gens) -> Dict:
+    """{"n", "too_long", "accepted", "correct", "tokens"} of one condition (n: the problems that had a prompt)."""
+    rows = [(p, g) for p, q, g in zip(problems, prompts, gens) if q is not None]
+    done = [(p, g) for p, g in rows if g is not None]
+    return {"n": len(rows), "too_long": len(rows) - len(done),
+            "accepted": sum(all(checks(persona, g.text).values()) for _, g in done),
+            "correct": sum(is_correct(g.text, p.gold) for p, g in done),
+            "tokens": round(sum(len(g.ids) for _, g in done) / len(done), 1) if done else None}
+
+
+def ceiling(model, tokenizer, persona: str, lang: str, problems: Sequence[Problem], max_new_tokens: int = 320,
+            decodings: Sequence[str] = ("greedy",), seed: int = 0, judge=None) -> Dict:
+    """The persona's acceptance and correctness under each condition and decoding.
+
+    Returns ``{"persona", "lang", "problems": [test.jsonl indices], DECODING: {CONDITION: {"n", "too_long",
+    "accepted", "correct", "tokens"}}, "records": [{"problem", "decoding", "condition", "reply", "checks",
+    "correct"}]}``: counts, not rates (``accepted / (n - too_long)`` is the acceptance); ``tokens``: the mean reply
+    length in tokens. ``seed``: the sampled decoding's seed (and the users' phrasing, with each problem's index).
+    """
+    bad = [d for d in decodings if d not in DECODINGS]
+    if bad or not decodings:
+        raise ValueError(f"decodings must be some of {DECODINGS}, got {tuple(decodings)}")
+    users = [HomeworkUser(persona, lang, seed + p.index) for p in problems]
+    base = [request_messages(u, p) for u, p in zip(users, problems)]
+    told = [request_messages(u, p, preference(persona, lang)) for u, p in zip(users, problems)]
+    out: Dict = {"persona": persona, "lang": lang, "problems": [p.index for p in problems], "records": []}
+    for decoding in decodings:
+        prompts = {"untrained": [render(tokenizer, m, lang) for m in base],
+                   "prompted": [render(tokenizer, m, lang) for m in told]}
+        gens = {c: _decode(model, tokenizer, prompts[c], decoding, max_new_tokens, seed) for c in prompts}
+        hinted = [hinted_messages(m, g.text, u.react(p, g.text).text, judge) if g is not None else None
+                  for m, g, u, p in zip(base, gens["untrained"], users, problems)]
+        prompts["hinted"] = [render(tokenizer, m, lang) if m is not None else None for m in hinted]
+        gens["hinted"] = _decode(model, tokenizer, prompts["hinted"], decoding, max_new_tokens, seed)
+        out[decoding] = {c: _tally(persona, problems, prompts[c], gens[c]) for c in CEILING_CONDITIONS}
+        out["records"] += [{"problem": p.index, "decoding": decoding, "condition": c, "reply": g.text,
+                            "checks": checks(persona, g.text), "correct": is_correct(g.text, p.gold)}
+                           for c in CEILING_CONDITIONS for p, g in zip(problems, gens[c]) if g is not None]
+    return out

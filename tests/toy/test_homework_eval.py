@@ -1,0 +1,109 @@
+"""The personal-agent ceiling (claw_lib.toy.homework_eval): the three conditions' prompts, the counts against a
+scripted model, and tools/personal_agent_ceiling.py on the tiny GPT (smoke)."""
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from claw_lib.config import CEILING_CONDITIONS
+from claw_lib.models.lm import Generation
+from claw_lib.prompts import HINT_MARKER
+from claw_lib.toy import homework_eval
+from claw_lib.toy.gsm8k import Problem, make_definition
+from claw_lib.toy.homework import HomeworkUser, preference
+from claw_lib.toy.homework_eval import ceiling, hinted_messages, render, request_messages
+from tests.tool_module import load_tool
+
+PROBLEMS = [Problem(0, "Tom has 2 apples and buys 3 more. How many now?", "5"),
+            Problem(1, "Ann has 9 pens and gives away 4. How many are left?", "5"),
+            Problem(2, "A box holds 6 eggs. How many eggs are in 3 boxes?", "18")]
+AI = "1. **Start**: 2 + 3 = 5\n2. **Check**: 5 - 0 = 5\n\n**Final answer:** \\boxed{5}"
+PLAIN = "He has 2 + 3 = 5 apples, and 5 - 0 = 5 checks it, so 5."
+
+
+def test_request_and_render_without_a_chat_template():
+    u = HomeworkUser("student", "en")
+    told = request_messages(u, PROBLEMS[0], preference("student", "en"))
+    assert [m["role"] for m in told] == ["system", "user"] and PROBLEMS[0].question in told[1]["content"]
+    text = render(None, told, "en")
+    assert text.startswith("Q: " + preference("student", "en") + "\n\n") and text.endswith("\nA:")
+
+
+def test_the_hinted_request_appends_the_judges_hint_as_opd_does():
+    u = HomeworkUser("student", "en")
+    msgs = request_messages(u, PROBLEMS[0])
+    complaint = u.react(PROBLEMS[0], AI).text
+    hinted = hinted_messages(msgs, AI, complaint)
+    assert hinted[-1]["content"] == msgs[-1]["content"] + HINT_MARKER + complaint  # the rule judge keeps it whole
+    assert msgs[-1]["content"] != hinted[-1]["content"]  # the request itself is not changed
+    assert hinted_messages(msgs, PLAIN, u.react(PROBLEMS[0], PLAIN).text) is None  # thanks: no hint, no OPD sample
+
+
+def _scripted_generate(model, tokenizer, prompts, max_new_tokens=32, greedy=False, seed=None, **kw):
+    """A model that writes AI-looking homework unless told the preference or hinted."""
+    told = preference("student", "en")
+    return [Generation(PLAIN if (told in p or HINT_MARKER.strip() in p) else AI, [1] * (7 if told in p else 5), True)
+            for p in prompts]
+
+
+def test_ceiling_counts_against_a_scripted_model(monkeypatch):
+    monkeypatch.setattr(homework_eval, "generate", _scripted_generate)
+    model, tok = SimpleNamespace(config=SimpleNamespace()), None
+    r = ceiling(model, tok, "student", "en", PROBLEMS, decodings=("greedy", "sampled"))
+    for d in ("greedy", "sampled"):
+        assert r[d]["untrained"] == {"n": 3, "too_long": 0, "accepted": 0, "correct": 2, "tokens": 5.0}
+        assert r[d]["prompted"] == {"n": 3, "too_long": 0, "accepted": 3, "correct": 2, "tokens": 7.0}
+        assert r[d]["hinted"] == {"n": 3, "too_long": 0, "accepted": 3, "correct": 2, "tokens": 5.0}
+    assert len(r["records"]) == 2 * 3 * 3 and r["problems"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="decodings must be some of"):
+        ceiling(model, tok, "student", "en", PROBLEMS, decodings=("beam",))
+
+
+def test_a_prompt_longer_than_the_positions_is_counted_not_run(monkeypatch):
+    monkeypatch.setattr(homework_eval, "generate", _scripted_generate)
+    monkeypatch.setattr(homework_eval, "encode", lambda tok, p: [0] * len(p))  # one token a character
+    model = SimpleNamespace(config=SimpleNamespace(n_positions=150))
+    r = ceiling(model, None, "student", "en", PROBLEMS[:1], max_new_tokens=8)
+    assert r["greedy"]["prompted"] == {"n": 1, "too_long": 1, "accepted": 0, "correct": 0, "tokens": None}
+
+
+# --------------------------------------------------------------------------- the tool, on the tiny GPT
+@pytest.fixture
+def tiny_gsm8k(tmp_path):
+    """A GSM8K-shaped file of short invented problems and a split definition over it."""
+    f = tmp_path / "mini.jsonl"
+    f.write_text("".join(json.dumps({"question": p.question, "answer": f"so\n#### {p.gold}"}) + "\n" for p in PROBLEMS))
+    records = [(p.question, p.gold, "") for p in PROBLEMS]
+    d = tmp_path / "split.json"
+    d.write_text(json.dumps(make_definition(records, {"stream": [0], "stream_72": [0], "dev": [1, 2], "heldout": []},
+                                            {"file": "mini"})))
+    return f, d
+
+
+def test_smoke_the_ceiling_tool_on_the_tiny_gpt(tmp_path, tiny_gsm8k, capsys):
+    tool = load_tool("personal_agent_ceiling")
+    f, d = tiny_gsm8k
+    out = tmp_path / "ceiling.json"
+    args = ["--gsm8k", str(f), "--definition", str(d), "--personas", "no_latex", "answer_first", "--langs", "en",
+            "--max-new-tokens", "8", "--out", str(out)]
+    assert tool.main(args) == 0
+    res = json.loads(out.read_text())
+    assert [(r["persona"], r["lang"], r["problems"]) for r in res["results"]] == [("no_latex", "en", [1, 2]),
+                                                                                  ("answer_first", "en", [1, 2])]
+    for r in res["results"]:
+        for dec in ("greedy", "sampled"):
+            for c in CEILING_CONDITIONS:
+                s = r[dec][c]
+                assert 0 <= s["accepted"] <= s["n"] - s["too_long"] and s["n"] <= 2
+    assert res["results"][0]["greedy"]["untrained"]["too_long"] == 0  # the tiny GPT answered these requests
+    assert "| no_latex | en | greedy |" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="already exists"):  # never overwritten without --force
+        tool.script_main(tool.main, args)
+
+
+def test_the_ceiling_tool_says_in_one_line_where_gsm8k_is(monkeypatch):
+    monkeypatch.delenv("CLAW_GSM8K", raising=False)
+    tool = load_tool("personal_agent_ceiling")
+    with pytest.raises(SystemExit, match=r"^error: GSM8K is not shipped with claw-kit") as e:
+        tool.script_main(tool.main, [])
+    assert "\n" not in str(e.value)
