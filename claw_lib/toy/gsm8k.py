@@ -86,7 +86,8 @@ def _resolve(path) -> Path:
                 f"(MIT) and pass its path (or set {ENV_VAR})")
     p = Path(path).expanduser()
     if not p.is_file():
-        raise GSM8KNotAvailableError(f"GSM8K file {p} does not exist; pass the path of GSM8K's test.jsonl "
+        what = "is a folder" if p.is_dir() else "does not exist"
+        raise GSM8KNotAvailableError(f"GSM8K file {p} {what}; pass the path of GSM8K's test.jsonl "
                                      f"(openai/grade-school-math, MIT)")
     return p
 
@@ -96,7 +97,10 @@ def read_gsm8k(path=None) -> List[Tuple[str, str, str]]:
     or one JSON array (upstream's ``GSM8K.json``). ``path`` None: the environment variable ``CLAW_GSM8K``.
     Raises :class:`GSM8KNotAvailableError` (one line) for a missing file or one that is not GSM8K."""
     p = _resolve(path)
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise GSM8KNotAvailableError(f"{p} is not UTF-8 text; is it GSM8K's test.jsonl?") from None
     if text.lstrip().startswith("["):
         try:
             rows = json.loads(text)

@@ -99,6 +99,12 @@ def test_load_split_errors_are_one_line(tmp_path, monkeypatch, sample_definition
     noanswer = tmp_path / "y.jsonl"
     noanswer.write_text(json.dumps({"question": "q", "answer": "no final"}) + "\n")
     cases.append((noanswer, "no '#### ' final answer"))
+    binary = tmp_path / "z.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    cases += [(binary, "is not UTF-8 text"), (tmp_path, "is a folder")]
+    array = tmp_path / "a.json"
+    array.write_text('[{"question": "q"}]')
+    cases.append((array, "item 0 is not a GSM8K record"))
     for path, message in cases:
         with pytest.raises(GSM8KNotAvailableError, match=re.escape(message)) as e:
             load_split("heldout", path, sample_definition)
