@@ -25,7 +25,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from ..config import GSM8K_SPLITS
 
 __all__ = ["Problem", "GSM8KNotAvailableError", "SPLIT_FILE", "ENV_VAR", "question_hash", "read_gsm8k",
-           "load_definition", "load_split", "make_definition", "check_splits", "final_number", "parse_number", "is_correct"]
+           "load_definition", "load_split", "make_definition", "check_splits", "final_number", "parse_number",
+           "is_correct"]
 
 #: the kit's split definition (indices and hashes, no texts)
 SPLIT_FILE = Path(__file__).resolve().parents[2] / "data" / "gsm8k" / "split.json"
@@ -82,8 +83,8 @@ def _resolve(path) -> Path:
         path = os.environ.get(ENV_VAR, "").strip()
         if not path:
             raise GSM8KNotAvailableError(
-                f"GSM8K is not shipped with claw-kit: get grade_school_math/data/test.jsonl from openai/grade-school-math "
-                f"(MIT) and pass its path (or set {ENV_VAR})")
+                "GSM8K is not shipped with claw-kit: get grade_school_math/data/test.jsonl from "
+                f"openai/grade-school-math (MIT) and pass its path (or set {ENV_VAR})")
     p = Path(path).expanduser()
     if not p.is_file():
         what = "is a folder" if p.is_dir() else "does not exist"
