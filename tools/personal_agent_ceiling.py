@@ -1,6 +1,8 @@
 """The personal-agent ceiling (issue 46): for every homework persona, the acceptance and correctness of the first
 reply on GSM8K problems, of the untrained model, of the model told the preference in a system prompt, and of OPD's
-hinted teacher exactly as OPD scores it (claw_lib.toy.homework_eval), greedy and sampled.
+hinted teacher exactly as OPD scores it (claw_lib.toy.homework_eval), greedy and sampled; with ``--landing``, where
+OPD's negative advantage lands on the untrained replies (the first token, style tokens, numbers, other), raw and with
+the drift controls.
 
     python tools/personal_agent_ceiling.py --gsm8k test.jsonl --model /path/to/Qwen2.5-0.5B-Instruct --out ceiling.json
     python tools/personal_agent_ceiling.py --gsm8k test.jsonl --limit 2 --max-new-tokens 8   # the tiny GPT (default)
@@ -41,6 +43,8 @@ def parse(argv=None):
     ap.add_argument("--max-new-tokens", type=int, default=320, help="longest reply, in tokens (default 320)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--landing", action="store_true",
+                    help="also where OPD's advantage lands on the greedy untrained replies that drew a hint")
     ap.add_argument("--out", default=None, help="write counts and replies as JSON here")
     ap.add_argument("--force", action="store_true", help="replace --out")
     a = ap.parse_args(argv)
@@ -48,6 +52,8 @@ def parse(argv=None):
         raise ValueError(f"--limit must be at least 1, got {a.limit}")
     if a.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be at least 1, got {a.max_new_tokens}")
+    if a.landing and "greedy" not in a.decodings:
+        raise ValueError("--landing reads the greedy replies: keep greedy in --decodings")
     return a
 
 
@@ -68,6 +74,38 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
+def landing_table(results) -> str:
+    """Markdown: per persona, language and drift variant, each token class's share of OPD's negative advantage mass
+    and how many replies have their most negative token there."""
+    from claw_lib.toy.homework_eval import LANDING_CLASSES
+
+    lines = ["| persona | lang | variant | replies | " + " | ".join(f"{c}: share, argmin" for c in LANDING_CLASSES)
+             + " |", "|" + " --- |" * (4 + len(LANDING_CLASSES))]
+    for r in (r for r in results if "landing" in r):
+        for variant, per in r["landing"]["classes"].items():
+            cells = [f"{per[c]['negative_share']}, {per[c]['most_negative']}" for c in LANDING_CLASSES]
+            lines.append(f"| {r['persona']} | {r['lang']} | {variant} | {r['landing']['replies']} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def add_landing(model, tok, result, problems, seed: int) -> None:
+    """result["landing"] = {"replies": the greedy untrained replies that drew a hint and fit the model, "too_long":
+    those that drew one and did not fit, "classes": landing(...)}."""
+    from claw_lib.toy.homework_eval import landing, opd_tokens
+
+    by_index = {p.index: p for p in problems}
+    turns, too_long = [], 0
+    for rec in result["records"]:
+        if rec["decoding"] == "greedy" and rec["condition"] == "untrained" and rec["reply"].strip():
+            view = opd_tokens(model, tok, result["persona"], result["lang"], by_index[rec["problem"]], rec["reply"],
+                              seed)
+            too_long += view["too_long"]
+            if view["tokens"]:
+                turns.append((rec["reply"], view["tokens"]))
+    result["landing"] = {"replies": len(turns), "too_long": too_long, "classes": landing(turns, result["persona"])}
+
+
 def main(argv=None) -> int:
     a = parse(argv)
     out = check_out_file(a.out, a.force) if a.out else None
@@ -79,7 +117,12 @@ def main(argv=None) -> int:
     model, tok = load_causal_lm(a.model, device=a.device)
     results = [ceiling(model, tok, persona, lang, problems, a.max_new_tokens, a.decodings, a.seed)
                for persona in a.personas for lang in a.langs]
+    if a.landing:
+        for r in results:
+            add_landing(model, tok, r, problems, a.seed)
     print(table(results))
+    if a.landing:
+        print("\n" + landing_table(results))
     if out:
         with atomic_write(out, replace=a.force) as f:
             json.dump({"model": a.model, "split": a.split, "max_new_tokens": a.max_new_tokens, "results": results}, f,

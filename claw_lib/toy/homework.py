@@ -36,8 +36,8 @@ from ..text.phrases import (AI_STYLE_WORDS, ENCOURAGEMENTS, FRIENDLY_OPENERS, HO
                             NO_WORK_COMPLAINTS, PERSONA_PREFERENCES, STEP_WORDS, STUDENT_COMPLAINTS)
 from .gsm8k import Problem, final_number
 
-__all__ = ["AI_STYLE_MARKERS", "HOMEWORK_LANGS", "ai_style_markers", "work_steps", "opening", "checks", "accepts",
-           "preference", "Reaction", "HomeworkUser"]
+__all__ = ["AI_STYLE_MARKERS", "LATEX_PATTERN", "HOMEWORK_LANGS", "ai_style_markers", "work_steps", "opening",
+           "checks", "accepts", "preference", "Reaction", "HomeworkUser"]
 
 #: the languages a homework user speaks
 HOMEWORK_LANGS = ("en", "zh")
@@ -59,7 +59,7 @@ _OPERATOR = "(?:[=+*/×÷-]|" + "|".join(
     + [re.escape(w) for w in sorted(STEP_WORDS["zh"], key=len, reverse=True)]) + ")"
 _STEP = re.compile(_OPERAND + _FILLER + _OPERATOR + _FILLER + _OPERAND, re.IGNORECASE)
 #: LaTeX in a reply: a backslash command (\frac, \times, \boxed), \( \) \[ \], $$, or a braced super/subscript
-_LATEX = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|\$\$|[\^_]\{")
+LATEX_PATTERN = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|\$\$|[\^_]\{")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
 #: the opening: up to the first sentence end or line break, at most this many characters
@@ -126,7 +126,7 @@ def checks(persona: str, reply: str) -> Dict[str, bool]:
     elif persona == "answer_first":
         own = {"answer_first": _answer_first(reply)}
     elif persona == "no_latex":
-        own = {"no_latex": not _LATEX.search(reply or "")}
+        own = {"no_latex": not LATEX_PATTERN.search(reply or "")}
     else:
         own = {"in_chinese": _in_chinese(reply)}
     return {**own, "shows_work": work_steps(reply) >= 2}

@@ -14,6 +14,13 @@ correctness (the gold answer is the reply's final number), under three condition
   over the turns that give a hint (an accepted reply is thanked: no hint, no OPD sample), as
   :func:`claw_lib.toy.evaluation.hinted_teacher_score` does for the fact world.
 
+Where OPD's signal lands (:func:`landing`): on an untrained reply that drew a hint, OPD's per-token advantage
+``log pi(y_t | x + hint) - log pi(y_t | x)`` (:func:`claw_lib.signals.opd.explain_turn`) is read by the kind of token:
+the ``first`` token (a chat teacher's drift sits there), ``style`` tokens (inside what the persona objects to: the
+student's AI-style markers, the LaTeX the no-LaTeX user refuses, the Latin words of a reply the Chinese user wanted
+in Chinese), ``number`` tokens (inside a digit run) and ``other`` -- raw and with the kit's drift controls
+(:func:`claw_lib.signals.opd.drift_controls`: the first token skipped; the rest centred).
+
 Each condition decodes greedy or sampled at temperature 1 (:data:`claw_lib.config.DECODINGS`). A prompt that does not
 fit the model's positions with ``max_new_tokens`` more is not generated and is counted as ``too_long`` (the tiny
 GPT's 160 positions hold few GSM8K requests; a real model's hold all). A model without a chat template gets the
@@ -21,16 +28,25 @@ system prompt as a paragraph before the request, in the kit's plain prompt form.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from ..config import CEILING_CONDITIONS, DECODINGS
 from ..models.lm import encode, generate, max_positions
 from ..prompts import append_hint, build_prompt, has_chat_template, template_messages
-from ..signals.opd import judge_turn
+from ..signals.opd import drift_controls, explain_turn, judge_turn
 from .gsm8k import Problem, is_correct
-from .homework import HomeworkUser, checks, preference
+from .homework import AI_STYLE_MARKERS, LATEX_PATTERN, HomeworkUser, checks, preference
 
-__all__ = ["request_messages", "render", "hinted_messages", "ceiling"]
+__all__ = ["request_messages", "render", "hinted_messages", "ceiling", "LANDING_CLASSES", "DRIFT_VARIANTS",
+           "objected_spans", "token_classes", "landing", "opd_tokens"]
+
+#: the kinds of response token OPD's signal is read by (:func:`token_classes`)
+LANDING_CLASSES = ("first", "style", "number", "other")
+#: the advantage as OPD computes it, and with each drift control (name -> drift_controls keyword arguments)
+DRIFT_VARIANTS = {"raw": {}, "skip_first": {"skip_first": 1}, "skip_first_centred": {"skip_first": 1, "center": True}}
 
 
 def request_messages(user: HomeworkUser, problem: Problem, system: Optional[str] = None) -> List[dict]:
@@ -110,4 +126,81 @@ def ceiling(model, tokenizer, persona: str, lang: str, problems: Sequence[Proble
         out["records"] += [{"problem": p.index, "decoding": decoding, "condition": c, "reply": g.text,
                             "checks": checks(persona, g.text), "correct": is_correct(g.text, p.gold)}
                            for c in CEILING_CONDITIONS for p, g in zip(problems, gens[c]) if g is not None]
+    return out
+
+
+# --------------------------------------------------------------------------- where OPD's signal lands
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+_DIGITS = re.compile(r"\d+")
+
+
+def objected_spans(persona: str, reply: str) -> List[Tuple[int, int]]:
+    """Character spans of what the persona objects to in ``reply``: the student's AI-style markers, the no-LaTeX
+    user's LaTeX, the Chinese user's Latin words; none for the teacher and the answer-first user (what they miss is
+    absent, not a span)."""
+    if persona == "student":
+        patterns = list(AI_STYLE_MARKERS.values())
+    elif persona == "no_latex":
+        patterns = [LATEX_PATTERN]
+    elif persona == "chinese":
+        patterns = [_LATIN_WORD]
+    else:
+        patterns = []
+    return [m.span() for p in patterns for m in p.finditer(reply) if m.end() > m.start()]
+
+
+def token_classes(tokens: Sequence[dict], persona: str, reply: str) -> List[str]:
+    """Each response token's kind (:data:`LANDING_CLASSES`), from its character span ``start``, ``end`` in ``reply``:
+    the first token; else inside an objected span (:func:`objected_spans`); else over a digit; else other."""
+    spans = objected_spans(persona, reply)
+    digits = [m.span() for m in _DIGITS.finditer(reply)]
+    out = []
+    for k, t in enumerate(tokens):
+        a, b = t["start"], max(t["end"], t["start"] + 1)
+        overlaps = lambda ss: any(s < b and a < e for s, e in ss)  # noqa: E731
+        out.append("first" if k == 0 else "style" if overlaps(spans) else "number" if overlaps(digits) else "other")
+    return out
+
+
+def landing(turns: Sequence[Tuple[str, Sequence[dict]]], persona: str) -> Dict:
+    """Where OPD's advantage lands over ``turns`` ((reply, tokens of :func:`~claw_lib.signals.opd.explain_turn`)):
+    for each :data:`DRIFT_VARIANTS`, per class of :data:`LANDING_CLASSES`: ``n`` tokens, ``mean`` advantage (nats),
+    ``negative_share`` (the class's share of the negative advantage mass, sum of min(a, 0)) and ``most_negative``
+    (replies whose most negative token is of the class). Turns without tokens are skipped."""
+    out: Dict = {}
+    for name, kw in DRIFT_VARIANTS.items():
+        per = {c: {"sum": 0.0, "neg": 0.0, "n": 0, "most_negative": 0} for c in LANDING_CLASSES}
+        for reply, tokens in turns:
+            if not tokens:
+                continue
+            adv = drift_controls(np.array([t["advantage"] for t in tokens], np.float64), **kw)
+            kinds = token_classes(tokens, persona, reply)
+            for kind, a in zip(kinds, adv.tolist()):
+                per[kind]["sum"] += a
+                per[kind]["neg"] += min(a, 0.0)
+                per[kind]["n"] += 1
+            per[kinds[int(np.argmin(adv))]]["most_negative"] += 1
+        total = sum(v["neg"] for v in per.values())
+        out[name] = {c: {"n": v["n"], "mean": round(v["sum"] / v["n"], 4) if v["n"] else None,
+                         "negative_share": round(v["neg"] / total, 4) + 0.0 if total < 0 else None,  # never -0.0
+                         "most_negative": v["most_negative"]} for c, v in per.items()}
+    return out
+
+
+def opd_tokens(model, tokenizer, persona: str, lang: str, problem: Problem, reply: str, seed: int = 0,
+               judge=None) -> Dict:
+    """OPD's per-token view of one untrained reply, with the same request and reaction :func:`ceiling` used (the
+    user seeded with ``seed + problem.index``): ``{"hint": the judge gave one, "too_long": the hinted prompt and the
+    reply do not fit the model's positions, "tokens": explain_turn's tokens (empty unless both are fine)}``."""
+    user = HomeworkUser(persona, lang, seed + problem.index)
+    messages = request_messages(user, problem)
+    reaction = user.react(problem, reply).text
+    hinted = hinted_messages(messages, reply, reaction, judge)
+    out = {"hint": hinted is not None, "too_long": False, "tokens": []}
+    if hinted is None:
+        return out
+    if not _fits(model, tokenizer, render(tokenizer, hinted, lang), len(encode(tokenizer, reply)) + 1):
+        out["too_long"] = True
+        return out
+    out["tokens"] = explain_turn(model, tokenizer, messages[-1]["content"], reply, reaction, judge=judge)["tokens"]
     return out

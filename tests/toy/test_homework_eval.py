@@ -85,7 +85,7 @@ def test_smoke_the_ceiling_tool_on_the_tiny_gpt(tmp_path, tiny_gsm8k, capsys):
     f, d = tiny_gsm8k
     out = tmp_path / "ceiling.json"
     args = ["--gsm8k", str(f), "--definition", str(d), "--personas", "no_latex", "answer_first", "--langs", "en",
-            "--max-new-tokens", "8", "--out", str(out)]
+            "--max-new-tokens", "8", "--landing", "--out", str(out)]
     assert tool.main(args) == 0
     res = json.loads(out.read_text())
     assert [(r["persona"], r["lang"], r["problems"]) for r in res["results"]] == [("no_latex", "en", [1, 2]),
@@ -96,6 +96,9 @@ def test_smoke_the_ceiling_tool_on_the_tiny_gpt(tmp_path, tiny_gsm8k, capsys):
                 s = r[dec][c]
                 assert 0 <= s["accepted"] <= s["n"] - s["too_long"] and s["n"] <= 2
     assert res["results"][0]["greedy"]["untrained"]["too_long"] == 0  # the tiny GPT answered these requests
+    for r in res["results"]:  # --landing: OPD's view of the greedy untrained replies that drew a hint
+        assert 0 <= r["landing"]["replies"] <= 2 and set(r["landing"]["classes"]) == {
+            "raw", "skip_first", "skip_first_centred"}
     assert "| no_latex | en | greedy |" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="already exists"):  # never overwritten without --force
         tool.script_main(tool.main, args)
@@ -107,3 +110,49 @@ def test_the_ceiling_tool_says_in_one_line_where_gsm8k_is(monkeypatch):
     with pytest.raises(SystemExit, match=r"^error: GSM8K is not shipped with claw-kit") as e:
         tool.script_main(tool.main, [])
     assert "\n" not in str(e.value)
+
+
+# --------------------------------------------------------------------------- where OPD's signal lands
+def _tokens(reply, cuts, advantages):
+    """Tokens of ``reply`` cut at ``cuts`` (character offsets), with the given advantages."""
+    bounds = [0] + list(cuts) + [len(reply)]
+    return [{"text": reply[a:b], "start": a, "end": b, "advantage": adv}
+            for a, b, adv in zip(bounds, bounds[1:], advantages)]
+
+
+def test_token_classes_read_first_style_number_other():
+    from claw_lib.toy.homework_eval import token_classes
+
+    reply = "To add: **Total** 20 + 44"  # "To", " add:", " **Total**", " 20", " +", " 44"
+    toks = _tokens(reply, [2, 7, 17, 20, 22], [0] * 6)
+    assert token_classes(toks, "student", reply) == ["first", "other", "style", "number", "other", "number"]
+    assert token_classes(toks, "teacher", reply) == ["first", "other", "other", "number", "other", "number"]
+    latex = "So \\frac{1}{2} of 8"
+    toks = _tokens(latex, [2, 8, 14, 17], [0] * 5)
+    assert token_classes(toks, "no_latex", latex) == ["first", "style", "number", "other", "number"]
+    zh = "答案是 36 apples"
+    toks = _tokens(zh, [3, 6, 7], [0] * 4)
+    assert token_classes(toks, "chinese", zh) == ["first", "number", "other", "style"]
+
+
+def test_landing_against_a_hand_count():
+    from claw_lib.toy.homework_eval import landing
+
+    reply = "To add: **Total** 20 + 44"
+    a = [-2.0, 0.5, -1.0, -0.5, 0.0, 1.0]
+    b = [-0.1, -0.3, 0.2, 0.0, 0.1, -0.4]
+    turns = [(reply, _tokens(reply, [2, 7, 17, 20, 22], a)), (reply, _tokens(reply, [2, 7, 17, 20, 22], b)),
+             (reply, [])]
+    raw = landing(turns, "student")["raw"]
+    neg = -2.0 - 1.0 - 0.5 - 0.1 - 0.3 - 0.4  # every negative advantage
+    assert raw["first"] == {"n": 2, "mean": round((-2.0 - 0.1) / 2, 4), "negative_share": round(-2.1 / neg, 4),
+                            "most_negative": 1}
+    assert raw["style"] == {"n": 2, "mean": round((-1.0 + 0.2) / 2, 4), "negative_share": round(-1.0 / neg, 4),
+                            "most_negative": 0}
+    assert raw["number"]["n"] == 4 and raw["number"]["most_negative"] == 1  # b's argmin is its last " 44"
+    skip = landing(turns, "student")["skip_first"]
+    assert skip["first"]["mean"] == 0.0 and skip["first"]["most_negative"] == 0
+    assert skip["style"]["most_negative"] == 1  # a's argmin moves from the first token to **Total**
+    centred = landing(turns, "student")["skip_first_centred"]
+    m = (0.5 - 1.0 - 0.5 + 0.0 + 1.0) / 5  # a's mean over the tokens kept
+    assert centred["style"]["mean"] == round(((-1.0 - m) + (0.2 - (-0.3 + 0.2 + 0.0 + 0.1 - 0.4) / 5)) / 2, 4)
