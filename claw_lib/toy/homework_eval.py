@@ -40,7 +40,7 @@ from ..signals.opd import drift_controls, explain_turn, judge_turn
 from .gsm8k import Problem, is_correct
 from .homework import AI_STYLE_MARKERS, LATEX_PATTERN, HomeworkUser, checks, preference
 
-__all__ = ["request_messages", "render", "hinted_messages", "ceiling", "LANDING_CLASSES", "DRIFT_VARIANTS",
+__all__ = ["request_messages", "first_request", "render", "hinted_messages", "ceiling", "LANDING_CLASSES", "DRIFT_VARIANTS",
            "objected_spans", "token_classes", "landing", "opd_tokens"]
 
 #: the kinds of response token OPD's signal is read by (:func:`token_classes`)
@@ -53,6 +53,18 @@ def request_messages(user: HomeworkUser, problem: Problem, system: Optional[str]
     """The session's first request as chat messages: ``[system?, user]``."""
     head = [{"role": "system", "content": system}] if system else []
     return head + [{"role": "user", "content": user.ask(problem)}]
+
+
+def first_request(persona: str, lang: str, problem: Problem, seed: int = 0) -> Tuple[HomeworkUser, List[dict]]:
+    """The user of this problem's session (seeded ``seed + problem.index``, its request made) and the request: the
+    same pair on every call, so every condition, decoding and OPD view sees the same request and reaction."""
+    user = HomeworkUser(persona, lang, seed + problem.index)
+    return user, request_messages(user, problem)
+
+
+def _hinted(persona: str, lang: str, problem: Problem, reply: str, seed: int, judge) -> Optional[List[dict]]:
+    user, messages = first_request(persona, lang, problem, seed)
+    return hinted_messages(messages, reply, user.react(problem, reply).text, judge)
 
 
 def render(tokenizer, messages: List[dict], lang: str) -> str:
@@ -110,16 +122,15 @@ def ceiling(model, tokenizer, persona: str, lang: str, problems: Sequence[Proble
     bad = [d for d in decodings if d not in DECODINGS]
     if bad or not decodings:
         raise ValueError(f"decodings must be some of {DECODINGS}, got {tuple(decodings)}")
-    users = [HomeworkUser(persona, lang, seed + p.index) for p in problems]
-    base = [request_messages(u, p) for u, p in zip(users, problems)]
-    told = [request_messages(u, p, preference(persona, lang)) for u, p in zip(users, problems)]
+    base = [first_request(persona, lang, p, seed)[1] for p in problems]
+    told = [[{"role": "system", "content": preference(persona, lang)}] + m for m in base]
     out: Dict = {"persona": persona, "lang": lang, "problems": [p.index for p in problems], "records": []}
     for decoding in decodings:
         prompts = {"untrained": [render(tokenizer, m, lang) for m in base],
                    "prompted": [render(tokenizer, m, lang) for m in told]}
         gens = {c: _decode(model, tokenizer, prompts[c], decoding, max_new_tokens, seed) for c in prompts}
-        hinted = [hinted_messages(m, g.text, u.react(p, g.text).text, judge) if g is not None else None
-                  for m, g, u, p in zip(base, gens["untrained"], users, problems)]
+        hinted = [_hinted(persona, lang, p, g.text, seed, judge) if g is not None else None
+                  for g, p in zip(gens["untrained"], problems)]
         prompts["hinted"] = [render(tokenizer, m, lang) if m is not None else None for m in hinted]
         gens["hinted"] = _decode(model, tokenizer, prompts["hinted"], decoding, max_new_tokens, seed)
         out[decoding] = {c: _tally(persona, problems, prompts[c], gens[c]) for c in CEILING_CONDITIONS}
@@ -189,11 +200,10 @@ def landing(turns: Sequence[Tuple[str, Sequence[dict]]], persona: str) -> Dict:
 
 def opd_tokens(model, tokenizer, persona: str, lang: str, problem: Problem, reply: str, seed: int = 0,
                judge=None) -> Dict:
-    """OPD's per-token view of one untrained reply, with the same request and reaction :func:`ceiling` used (the
-    user seeded with ``seed + problem.index``): ``{"hint": the judge gave one, "too_long": the hinted prompt and the
+    """OPD's per-token view of one untrained reply, with the same request and reaction :func:`ceiling` used
+    (:func:`first_request`): ``{"hint": the judge gave one, "too_long": the hinted prompt and the
     reply do not fit the model's positions, "tokens": explain_turn's tokens (empty unless both are fine)}``."""
-    user = HomeworkUser(persona, lang, seed + problem.index)
-    messages = request_messages(user, problem)
+    user, messages = first_request(persona, lang, problem, seed)
     reaction = user.react(problem, reply).text
     hinted = hinted_messages(messages, reply, reaction, judge)
     out = {"hint": hinted is not None, "too_long": False, "tokens": []}

@@ -55,6 +55,14 @@ def test_ceiling_counts_against_a_scripted_model(monkeypatch):
         assert r[d]["prompted"] == {"n": 3, "too_long": 0, "accepted": 3, "correct": 2, "tokens": 7.0}
         assert r[d]["hinted"] == {"n": 3, "too_long": 0, "accepted": 3, "correct": 2, "tokens": 5.0}
     assert len(r["records"]) == 2 * 3 * 3 and r["problems"] == [0, 1, 2]
+    seen = []
+    monkeypatch.setattr(homework_eval, "generate", lambda m, t, prompts, **kw: seen.extend(prompts) or
+                        _scripted_generate(m, t, prompts, **kw))
+    ceiling(model, tok, "student", "en", PROBLEMS[:1], decodings=("greedy", "sampled"), seed=5)
+    plain, told, hinted = seen[:3]
+    request = plain[len("Q: "):-len("\nA:")]  # every condition asks the same request: told adds, hinted appends
+    assert told.endswith("\n\n" + request + "\nA:") and hinted.startswith("Q: " + request + HINT_MARKER)
+    assert seen[3:] == seen[:3]  # the sampled decoding meets the same requests and the same reaction
     with pytest.raises(ValueError, match="decodings must be some of"):
         ceiling(model, tok, "student", "en", PROBLEMS, decodings=("beam",))
 
