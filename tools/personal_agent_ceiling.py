@@ -58,8 +58,8 @@ def parse(argv=None):
 
 
 def table(results) -> str:
-    """Markdown: acceptance and correctness (counts of the replies run, and how many prompts were too long to run)
-    per persona, language, decoding and condition."""
+    """Markdown: acceptance and correctness (counts of the replies run; how many prompts were too long to run and how
+    many replies reached the token cap) per persona, language, decoding and condition."""
     head = "| persona | lang | decoding | " + " | ".join(f"{c} accepted | {c} correct" for c in CEILING_CONDITIONS)
     lines = [head + " |", "|" + " --- |" * (3 + 2 * len(CEILING_CONDITIONS))]
     for r in results:
@@ -68,7 +68,8 @@ def table(results) -> str:
             for c in CEILING_CONDITIONS:
                 s = r[d][c]
                 ran = s["n"] - s["too_long"]
-                skipped = f" ({s['too_long']} too long)" if s["too_long"] else ""
+                notes = [f"{s[k]} {w}" for k, w in (("too_long", "too long"), ("cut", "cut")) if s[k]]
+                skipped = f" ({', '.join(notes)})" if notes else ""
                 cells += [f"{s['accepted']}/{ran}{skipped}", f"{s['correct']}/{ran}"]
             lines.append(f"| {r['persona']} | {r['lang']} | {d} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

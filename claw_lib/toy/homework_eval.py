@@ -40,8 +40,8 @@ from ..signals.opd import drift_controls, explain_turn, judge_turn
 from .gsm8k import Problem, is_correct
 from .homework import AI_STYLE_MARKERS, LATEX_PATTERN, HomeworkUser, checks, preference
 
-__all__ = ["request_messages", "first_request", "render", "hinted_messages", "ceiling", "LANDING_CLASSES", "DRIFT_VARIANTS",
-           "objected_spans", "token_classes", "landing", "opd_tokens"]
+__all__ = ["request_messages", "first_request", "render", "hinted_messages", "ceiling", "LANDING_CLASSES",
+           "DRIFT_VARIANTS", "objected_spans", "token_classes", "landing", "opd_tokens"]
 
 #: the kinds of response token OPD's signal is read by (:func:`token_classes`)
 LANDING_CLASSES = ("first", "style", "number", "other")
@@ -101,10 +101,11 @@ def _decode(model, tokenizer, prompts: Sequence[Optional[str]], decoding: str, m
 
 
 def _tally(persona: str, problems: Sequence[Problem], prompts, gens) -> Dict:
-    """{"n", "too_long", "accepted", "correct", "tokens"} of one condition (n: the problems that had a prompt)."""
+    """{"n", "too_long", "cut", "accepted", "correct", "tokens"} of one condition (n: the problems that had a prompt;
+    cut: replies that reached ``max_new_tokens`` without ending)."""
     rows = [(p, g) for p, q, g in zip(problems, prompts, gens) if q is not None]
     done = [(p, g) for p, g in rows if g is not None]
-    return {"n": len(rows), "too_long": len(rows) - len(done),
+    return {"n": len(rows), "too_long": len(rows) - len(done), "cut": sum(not g.finished for _, g in done),
             "accepted": sum(all(checks(persona, g.text).values()) for _, g in done),
             "correct": sum(is_correct(g.text, p.gold) for p, g in done),
             "tokens": round(sum(len(g.ids) for _, g in done) / len(done), 1) if done else None}
@@ -114,7 +115,7 @@ def ceiling(model, tokenizer, persona: str, lang: str, problems: Sequence[Proble
             decodings: Sequence[str] = ("greedy",), seed: int = 0, judge=None) -> Dict:
     """The persona's acceptance and correctness under each condition and decoding.
 
-    Returns ``{"persona", "lang", "problems": [test.jsonl indices], DECODING: {CONDITION: {"n", "too_long",
+    Returns ``{"persona", "lang", "problems": [test.jsonl indices], DECODING: {CONDITION: {"n", "too_long", "cut",
     "accepted", "correct", "tokens"}}, "records": [{"problem", "decoding", "condition", "reply", "checks",
     "correct"}]}``: counts, not rates (``accepted / (n - too_long)`` is the acceptance); ``tokens``: the mean reply
     length in tokens. ``seed``: the sampled decoding's seed (and the users' phrasing, with each problem's index).

@@ -40,10 +40,10 @@ def test_the_hinted_request_appends_the_judges_hint_as_opd_does():
 
 
 def _scripted_generate(model, tokenizer, prompts, max_new_tokens=32, greedy=False, seed=None, **kw):
-    """A model that writes AI-looking homework unless told the preference or hinted."""
+    """A model that writes AI-looking homework unless told the preference or hinted; told, it reaches the cap."""
     told = preference("student", "en")
-    return [Generation(PLAIN if (told in p or HINT_MARKER.strip() in p) else AI, [1] * (7 if told in p else 5), True)
-            for p in prompts]
+    return [Generation(PLAIN if (told in p or HINT_MARKER.strip() in p) else AI, [1] * (7 if told in p else 5),
+                       told not in p) for p in prompts]
 
 
 def test_ceiling_counts_against_a_scripted_model(monkeypatch):
@@ -51,9 +51,9 @@ def test_ceiling_counts_against_a_scripted_model(monkeypatch):
     model, tok = SimpleNamespace(config=SimpleNamespace()), None
     r = ceiling(model, tok, "student", "en", PROBLEMS, decodings=("greedy", "sampled"))
     for d in ("greedy", "sampled"):
-        assert r[d]["untrained"] == {"n": 3, "too_long": 0, "accepted": 0, "correct": 2, "tokens": 5.0}
-        assert r[d]["prompted"] == {"n": 3, "too_long": 0, "accepted": 3, "correct": 2, "tokens": 7.0}
-        assert r[d]["hinted"] == {"n": 3, "too_long": 0, "accepted": 3, "correct": 2, "tokens": 5.0}
+        assert r[d]["untrained"] == {"n": 3, "too_long": 0, "cut": 0, "accepted": 0, "correct": 2, "tokens": 5.0}
+        assert r[d]["prompted"] == {"n": 3, "too_long": 0, "cut": 3, "accepted": 3, "correct": 2, "tokens": 7.0}
+        assert r[d]["hinted"] == {"n": 3, "too_long": 0, "cut": 0, "accepted": 3, "correct": 2, "tokens": 5.0}
     assert len(r["records"]) == 2 * 3 * 3 and r["problems"] == [0, 1, 2]
     seen = []
     monkeypatch.setattr(homework_eval, "generate", lambda m, t, prompts, **kw: seen.extend(prompts) or
@@ -72,7 +72,8 @@ def test_a_prompt_longer_than_the_positions_is_counted_not_run(monkeypatch):
     monkeypatch.setattr(homework_eval, "encode", lambda tok, p: [0] * len(p))  # one token a character
     model = SimpleNamespace(config=SimpleNamespace(n_positions=150))
     r = ceiling(model, None, "student", "en", PROBLEMS[:1], max_new_tokens=8)
-    assert r["greedy"]["prompted"] == {"n": 1, "too_long": 1, "accepted": 0, "correct": 0, "tokens": None}
+    assert r["greedy"]["prompted"] == {"n": 1, "too_long": 1, "cut": 0, "accepted": 0, "correct": 0,
+                                          "tokens": None}
 
 
 # --------------------------------------------------------------------------- the tool, on the tiny GPT
