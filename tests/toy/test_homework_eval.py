@@ -39,6 +39,34 @@ def test_the_hinted_request_appends_the_judges_hint_as_opd_does():
     assert hinted_messages(msgs, PLAIN, u.react(PROBLEMS[0], PLAIN).text) is None  # thanks: no hint, no OPD sample
 
 
+class ChatML:
+    """A tokenizer stand-in with a ChatML chat template (what a Qwen instruct model's template writes)."""
+
+    chat_template = "chatml"
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+def test_with_a_chat_template_the_requests_are_the_ones_opd_scores():
+    """The untrained request is the student prompt explain_turn scores, the hinted one its teacher prompt (both built
+    by claw_lib.prompts from the bare request), the prompted one the request after a system message."""
+    from claw_lib.prompts import build_prompt, teacher_prompt
+    from claw_lib.toy.homework_eval import first_request
+
+    tok = ChatML()
+    user, base = first_request("student", "en", PROBLEMS[0], seed=2)
+    ask = base[-1]["content"]
+    assert render(tok, base, "en") == build_prompt(ask, "en", tokenizer=tok)
+    complaint = user.react(PROBLEMS[0], AI).text
+    hinted = hinted_messages(base, AI, complaint)
+    assert render(tok, hinted, "en") == teacher_prompt(ask, complaint, "en", tokenizer=tok)
+    told = [{"role": "system", "content": preference("student", "en")}] + base
+    assert render(tok, told, "en") == (f"<|im_start|>system\n{preference('student', 'en')}<|im_end|>\n"
+                                       f"<|im_start|>user\n{ask}<|im_end|>\n<|im_start|>assistant\n")
+
+
 def _scripted_generate(model, tokenizer, prompts, max_new_tokens=32, greedy=False, seed=None, **kw):
     """A model that writes AI-looking homework unless told the preference or hinted; told, it reaches the cap."""
     told = preference("student", "en")
