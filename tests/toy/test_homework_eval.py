@@ -1,6 +1,7 @@
 """The personal-agent ceiling (claw_lib.toy.homework_eval): the three conditions' prompts, the counts against a
 scripted model, and tools/personal_agent_ceiling.py on the tiny GPT (smoke)."""
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -193,3 +194,18 @@ def test_landing_against_a_hand_count():
     centred = landing(turns, "student")["skip_first_centred"]
     m = (0.5 - 1.0 - 0.5 + 0.0 + 1.0) / 5  # a's mean over the tokens kept
     assert centred["style"]["mean"] == round(((-1.0 - m) + (0.2 - (-0.3 + 0.2 + 0.0 + 0.1 - 0.4) / 5)) / 2, 4)
+
+
+@pytest.mark.real_model
+@pytest.mark.skipif(not (os.environ.get("CLAW_REAL_MODEL") and os.environ.get("CLAW_GSM8K")),
+                    reason="opt-in: CLAW_REAL_MODEL (a local instruct model folder) and CLAW_GSM8K (GSM8K's test.jsonl)")
+def test_real_model_ceiling_tool_on_two_dev_problems(tmp_path):
+    """The ceiling tool on a real instruct model, two dev problems, the student in English, greedy, short answers:
+    every condition runs (a real model's positions hold the requests) and OPD's view is read (not run here yet)."""
+    tool = load_tool("personal_agent_ceiling")
+    out = tmp_path / "ceiling.json"
+    assert tool.main(["--model", os.environ["CLAW_REAL_MODEL"], "--limit", "2", "--personas", "student", "--langs",
+                      "en", "--decodings", "greedy", "--max-new-tokens", "64", "--landing", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())["results"][0]
+    assert all(r["greedy"][c]["too_long"] == 0 for c in ("untrained", "prompted"))
+    assert r["greedy"]["untrained"]["n"] == 2 and r["landing"]["too_long"] == 0
