@@ -156,3 +156,18 @@ def test_no_complaint_or_thanks_ever_writes_a_number(persona, lang, seed, pieces
     text = HomeworkUser(persona, lang, seed).react(PROBLEM, reply).text
     assert text and not re.search(r"\d", text), text
     assert not _NUMBER_WORD.search(text) and not _ZH_NUMERAL.search(text), text
+
+
+def test_no_phrase_of_the_homework_tables_writes_a_number():
+    """Every piece a homework user's message is built from (claw_lib.text.phrases), exhaustively: what it says after
+    a reply is a join of these, so none of it can hold a number."""
+    from claw_lib.text import phrases as ph
+
+    pieces = [t.replace("{problem}", "") for v in ph.HOMEWORK_ASKS.values() for t in v]
+    pieces += [w for d in ph.AI_STYLE_WORDS.values() for w in d.values()]
+    pieces += [t for v in ph.STUDENT_COMPLAINTS.values() for t in v] + list(ph.NO_WORK_COMPLAINTS.values())
+    pieces += [w for d in ph.PERSONA_PREFERENCES.values() for w in d.values()]
+    pieces += [t for v in ph.HOMEWORK_THANKS.values() for t in v]
+    assert len(pieces) == 4 + 14 + 4 + 2 + 10 + 4
+    for text in pieces:
+        assert not re.search(r"\d", text) and not _NUMBER_WORD.search(text) and not _ZH_NUMERAL.search(text), text
