@@ -60,6 +60,9 @@ brackets)::
     │   ├── users.py         simulated users (correcting, student, teacher, ta, tool), FactEnv, JointEnv
     │   ├── real_tasks.py    real-world questions (capitals, dates, units, arithmetic) for a real model [12]
     │   ├── evaluation.py    greedy evaluation, the hinted teacher's score
+    │   ├── gsm8k.py         GSM8K problems by split (user-supplied file, shipped split definition), final-number check
+    │   ├── homework.py      the personal-agent personas: acceptance checks, scripted homework users (en, zh)
+    │   ├── homework_eval.py the personal-agent ceiling: untrained, prompted, hinted teacher
     │   ├── probe.py         the labelled probe set and alignment-quality metrics; rows from the toy world
     │   └── envs.py          make_env: the environment a TaskConfig asks for (the top of toy/)
     ├── apps/            what a person runs                                                    [02 11]

@@ -30,7 +30,8 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
            "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS",
-           "REVISER_COMBINES"]
+           "REVISER_COMBINES", "HOMEWORK_PERSONAS", "GSM8K_SPLITS",
+           "CEILING_CONDITIONS", "DECODINGS"]
 
 
 class SettingError(ValueError):
@@ -66,6 +67,17 @@ DISTILL_LOSSES = ("forward_kl", "topk_reverse_kl", "topk_clipped")
 WORLDS = ("fact", "real")
 #: what the evaluation of the real-world questions asks (:func:`claw_lib.toy.real_tasks.env_splits`)
 EVAL_SPLITS = ("eval", "dev", "heldout")
+#: the users of the GSM8K homework stream (:mod:`claw_lib.toy.homework`): upstream's lazy student (homework that does
+#: not look AI-written), the friendly teacher, the final answer first, no LaTeX, the answer in Chinese
+HOMEWORK_PERSONAS = ("student", "teacher", "answer_first", "no_latex", "chinese")
+#: the kit's GSM8K problem sets (``data/gsm8k/split.json``, :mod:`claw_lib.toy.gsm8k`): upstream's 36-session stream,
+#: Reef's 72-session stream (its first 36 are upstream's), the dev problems for choosing, the held-out problems
+GSM8K_SPLITS = ("stream", "stream_72", "dev", "heldout")
+#: the personal-agent ceiling's conditions (:mod:`claw_lib.toy.homework_eval`): the model as it is, told the preference
+#: in a system prompt, and OPD's hinted teacher (the user's hint appended to the request, as OPD scores it)
+CEILING_CONDITIONS = ("untrained", "prompted", "hinted")
+#: how the ceiling decodes: greedy, or sampled at temperature 1 (what the live policy serves)
+DECODINGS = ("greedy", "sampled")
 #: model dtypes (``PPOConfig.dtype``; "auto": :func:`claw_lib.models.lm.resolve_dtype`)
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: whose LoRA a run's adapters are (PPOConfig.lora_impl; claw_lib.models.peft_lora)
@@ -704,6 +716,9 @@ CHOICES: Dict[str, Tuple] = {
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS, "reward.reviser.scope": REVISER_SCOPES,
     "reward.reviser.combine": REVISER_COMBINES,
+    # the personal-agent experiment's choices (the GSM8K stream's persona and problem set), not PPOConfig settings:
+    # validate() skips them; the commands that take them read their choices from here
+    "homework.persona": HOMEWORK_PERSONAS, "homework.split": GSM8K_SPLITS,
 }
 
 

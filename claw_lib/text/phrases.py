@@ -19,6 +19,8 @@ __all__ = [
     "LEADIN_WORDS", "ASIDE_STARTS", "AFFIRM_ZH", "AFFIRM_EN", "NEGATIVE_MARKERS", "POSITIVE_MARKERS",
     "POSITIVE_START_ZH", "VAGUE_MARKERS", "HINT_LEADS", "hint_lead", "with_lead", "TOOL_ERROR_PREFIXES", "is_tool_error",
     "FUNCTION_WORDS", "NUMBER_WORDS_EN", "ZH_NUMERALS", "ZH_MEASURES", "CONTRAST_MARKERS", "COPULAS", "FIRST_PERSON",
+    "HOMEWORK_ASKS", "AI_STYLE_WORDS", "STUDENT_COMPLAINTS", "NO_WORK_COMPLAINTS", "PERSONA_PREFERENCES",
+    "HOMEWORK_THANKS", "FRIENDLY_OPENERS", "ENCOURAGEMENTS", "STEP_WORDS",
 ]
 
 # --------------------------------------------------------------------------- what users say
@@ -56,6 +58,83 @@ STYLE_HINTS: Dict[str, Tuple[str, str]] = {
     "friendly": ("请先说“好问题！”，完整回答后再说“继续加油！”",
                  'Start with "Good question!", answer in a full sentence, then say "Keep it up!"'),
     "casual": ("别太正式，只说答案，不要句号。", "Be casual: just the answer, no full stop."),
+}
+
+# --------------------------------------------------------------------------- what the homework users say (GSM8K)
+# The personas of the personal-agent experiment (claw_lib.toy.homework). No complaint, request or thanks below writes
+# a digit, a number word or a Chinese numeral character: the student never writes the maths (upstream's persona;
+# tests/toy/test_homework.py checks it), it only says what to fix.
+#: the first message of a session: asks for the solution ({problem}: the GSM8K question)
+HOMEWORK_ASKS: Dict[str, Tuple[str, ...]] = {
+    "en": ("Hey, can you help me solve my homework? Show me the whole solution.\n\n{problem}",
+           "Hi, I have this homework problem and no idea how to do it. Can you solve it for me?\n\n{problem}"),
+    "zh": ("嘿，能帮我做作业吗？把完整的解题过程给我看看。\n\n{problem}",
+           "你好，这道作业题我完全不会，能帮我解出来吗？\n\n{problem}"),
+}
+#: the student's words for what looks AI-written (claw_lib.toy.homework.AI_STYLE_MARKERS, by marker name)
+AI_STYLE_WORDS: Dict[str, Dict[str, str]] = {
+    "bold": {"en": "all the bold text", "zh": "那些加粗的字"},
+    "header": {"en": "the headings", "zh": "那些小标题"},
+    "bullets": {"en": "the bullet points", "zh": "那些列表符号"},
+    "numbered_list": {"en": "the numbered list", "zh": "那种编号列表"},
+    "boxed": {"en": "that boxed answer thing", "zh": "答案外面那个框"},
+    "final_answer_label": {"en": "the 'final answer' label", "zh": "“最终答案”那种标签"},
+    "rule_or_table": {"en": "the lines and tables", "zh": "那些分隔线和表格"},
+}
+#: the student's complaint about AI-looking homework ({things}: the AI_STYLE_WORDS of the reply, joined), with the
+#: request for a rewrite that keeps all the steps
+STUDENT_COMPLAINTS: Dict[str, Tuple[str, ...]] = {
+    "en": ("Ugh, this totally looks like an AI wrote it, my teacher would spot {things} right away. Please rewrite it "
+           "so it sounds like a normal student wrote it, but keep all the steps.",
+           "This looks way too much like a chatbot answer, with {things}. Please redo it in a more natural way, like "
+           "I wrote it myself, and keep all the working."),
+    "zh": ("这看起来太像AI写的了，老师肯定能看出来：{things}。请重新写得像普通学生写的，但是步骤都要保留。",
+           "这也太像机器人写的了，有{things}。请换个自然点的写法，像我自己写的那样，过程都要保留。"),
+}
+#: a complaint when the reply does not show its working (appended to any persona's complaint)
+NO_WORK_COMPLAINTS: Dict[str, str] = {
+    "en": "You didn't show how you got it. Please write out all the working, like a student would.",
+    "zh": "你没写怎么算出来的。请把计算过程都写出来，像学生写的那样。",
+}
+#: what each persona wants, as it says it in a complaint (the "preference told" of the ceiling, the OPD hint)
+PERSONA_PREFERENCES: Dict[str, Dict[str, str]] = {
+    "student": {"en": "Please write it like a student would by hand: no bold text, no headings, no lists, no boxed "
+                      "answer and no 'final answer' label, but show every calculation step.",
+                "zh": "请写得像学生手写的作业：不要加粗，不要小标题，不要列表，不要给答案加框，也不要“最终答案”那种标签，"
+                      "但是每步计算都要写出来。"},
+    "teacher": {"en": "Could you be friendlier? Please start with a warm opener like \"Great question!\" and finish "
+                      "with some encouragement like \"Keep it up!\", and keep all the steps.",
+                "zh": "能不能友好点？请开头先说句“好问题！”这样的客气话，结尾加句鼓励的话，比如“继续加油！”，步骤都要保留。"},
+    "answer_first": {"en": "Please tell me the final answer right at the start, then show the steps.",
+                     "zh": "请开头就先告诉我最后的答案，然后再写步骤。"},
+    "no_latex": {"en": "Please don't use LaTeX or backslash commands, just write the math as plain text, and keep all "
+                       "the steps.",
+                 "zh": "别用LaTeX和反斜杠那些命令，用普通文字写算式，步骤都要保留。"},
+    "chinese": {"en": "Please answer in Chinese, and keep all the steps.",
+                "zh": "请用中文回答，步骤都要保留。"},
+}
+#: the user is satisfied (and ends the session): read as +1 without a hint
+HOMEWORK_THANKS: Dict[str, Tuple[str, ...]] = {
+    "en": ("Great, thanks!", "Perfect, thank you!"),
+    "zh": ("很好，谢谢！", "好的，就是这样，谢谢！"),
+}
+#: a friendly opener the teacher persona looks for in a reply's opening (case-folded; English ones as whole words)
+FRIENDLY_OPENERS: Dict[str, Tuple[str, ...]] = {
+    "en": ("great question", "good question", "nice question", "fun problem", "happy to help", "glad you asked",
+           "glad to help", "hi", "hello", "hey", "no worries", "don't worry"),
+    "zh": ("好问题", "很好的问题", "有意思", "很高兴", "乐意", "你好", "嗨", "别担心", "不用担心"),
+}
+#: an encouragement the teacher persona looks for at a reply's end (case-folded; English ones as whole words)
+ENCOURAGEMENTS: Dict[str, Tuple[str, ...]] = {
+    "en": ("keep it up", "keep up the good work", "you've got this", "you got this", "you can do it", "great job",
+           "good job", "well done", "nice work", "keep practicing", "keep going", "good luck"),
+    "zh": ("继续加油", "加油", "你能行", "做得好", "继续努力", "你可以的", "祝你好运"),
+}
+#: worded operators that make a calculation step ("15 minus 6", "150 meters x $194", "15减6"), besides the signs
+#: = + - * / × ÷ (Reef's words; "x" and the Chinese ones are the kit's)
+STEP_WORDS: Dict[str, Tuple[str, ...]] = {
+    "en": ("plus", "minus", "times", "divided by", "multiplied by", "equals", "x"),
+    "zh": ("加上", "加", "减去", "减", "乘以", "乘", "除以", "等于"),
 }
 
 # --------------------------------------------------------------------------- what the cleaner listens for

@@ -65,3 +65,39 @@ def test_the_users_only_say_phrases_of_the_table(world):
             for answer in (t.fact.answer(), "伦敦", "Paris, I think", t.fact.answer(style="friendly")):
                 r = env.step(t, answer).next_state
                 assert r in known or any(x in r for x in leads + prefs), (user, r)
+
+
+def every_homework_reply():
+    """(kind, lang, reply) for every message the homework users (claw_lib.toy.homework) can send after a reply."""
+    from claw_lib.config import HOMEWORK_PERSONAS
+    from claw_lib.text.phrases import AI_STYLE_WORDS, HOMEWORK_THANKS
+    from claw_lib.toy.homework import HOMEWORK_LANGS, HomeworkUser
+
+    for lang in HOMEWORK_LANGS:
+        for t in HOMEWORK_THANKS[lang]:
+            yield "thanks", lang, t
+        for persona in HOMEWORK_PERSONAS:
+            for seed in range(4):  # the phrasings a seed picks among
+                u = HomeworkUser(persona, lang, seed)
+                own = {k: False for k in ("no_ai_style", "friendly_opener", "answer_first", "no_latex", "in_chinese")}
+                for work in (True, False):
+                    for markers in ([[m] for m in AI_STYLE_WORDS] + [list(AI_STYLE_WORDS)] if persona == "student"
+                                    else [None]):
+                        yield "complaint", lang, u.complaint({**own, "shows_work": work}, markers)
+                yield "complaint", lang, u.complaint({"shows_work": False}, [])
+
+
+def test_every_homework_reply_is_read_as_meant():
+    """A homework user's complaint is a -1 with a hint that keeps what it asks for; its thanks a +1 with no hint."""
+    judge = RuleJudge()
+    n = 0
+    for kind, lang, reply in every_homework_reply():
+        vote, hint = judge.vote("x", reply).score, judge.hint("x", reply).hint
+        cc = clean_correction(reply)
+        if kind == "thanks":
+            assert (vote, hint, cc.affirmation) == (1, None, True), reply
+        else:
+            assert vote == -1 and hint and len(hint) > 10, (reply, vote, hint)
+            assert not cc.affirmation and cc.text, reply
+        n += 1
+    assert n > 100
