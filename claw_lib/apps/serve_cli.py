@@ -87,13 +87,22 @@ def cmd_serve(a) -> int:
 
 def add_simulate_args(p: argparse.ArgumentParser) -> None:
     """The flags of ``claw simulate``: the simulated users drive a running server (claw_lib.serve.simulate)."""
-    from ..serve import simulate
+    from ..serve import homework_sim, simulate
 
     simulate.add_arguments(p)
+    homework_sim.add_arguments(p)
 
 
 def cmd_simulate(a) -> int:
-    """``claw simulate`` (:func:`claw_lib.serve.simulate.run_from_args`)."""
-    from ..serve import simulate
+    """``claw simulate``: the fact-world users (:func:`claw_lib.serve.simulate.run_from_args`) or, with
+    ``--stream gsm8k``, the personal-agent stream (:func:`claw_lib.serve.homework_sim.run_from_args`)."""
+    from ..serve import homework_sim, simulate
 
+    if a.stream == "gsm8k":
+        return homework_sim.run_from_args(a)
+    moved = [f for f, v in (("--split", a.split != "stream"), ("--gsm8k", a.gsm8k), ("--problems", a.problems),
+                            ("--lang", a.lang != "en"), ("--concurrency", a.concurrency != 4),
+                            ("--max-turns", a.max_turns != homework_sim.MAX_TURNS)) if v]
+    if moved:
+        raise ValueError(f"{', '.join(moved)} belong to --stream gsm8k; the fact-world users read none of them")
     return simulate.run_from_args(a)

@@ -232,6 +232,13 @@ class _Driver:
     def chat(self, messages: List[dict], session_id: str, turn_type: str, done: bool, where: str):
         """One chat completion with upstream's session headers; returns (text, the answer's "claw" dict, seconds the
         request took)."""
+        t0 = time.perf_counter()
+        r = self.completion(messages, session_id, turn_type, done, where)
+        return r.choices[0].message.content or "", (r.model_extra or {}).get("claw") or {}, time.perf_counter() - t0
+
+    def completion(self, messages: List[dict], session_id: str, turn_type: str, done: bool, where: str):
+        """The ``openai`` client's ChatCompletion for one request with upstream's session headers, retried (module
+        constants) while the server is away or busy; ValueError (one line) when it gives up or answers an error."""
         headers = {"X-Session-Id": session_id, "X-Turn-Type": turn_type, "X-Session-Done": "true" if done else "false"}
         t0 = time.perf_counter()
         for attempt in itertools.count():
@@ -250,7 +257,7 @@ class _Driver:
                 if e.status_code not in RETRY_STATUS or last:
                     raise ValueError(f"the server answered HTTP {e.status_code} in {where}: {_message(e)}") from None
             time.sleep(min(8.0, 0.5 * 2 ** attempt))
-        return r.choices[0].message.content or "", (r.model_extra or {}).get("claw") or {}, time.perf_counter() - t0
+        return r
 
     def wait_idle(self, bound_s: float, poll_s: float = 0.05):
         """Poll the status until :func:`server_idle`, at most ``bound_s`` seconds; returns (seconds waited,
@@ -399,8 +406,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pathlib import Path
 
     parser.add_argument("--url", required=True, help="the server's root URL, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine)")
-    parser.add_argument("--user", choices=USERS, default="teacher", help="the simulated user (default teacher)")
-    parser.add_argument("--sessions", type=_number(int, 1, 100000), default=40, help="sessions to run (default 40)")
+    from ..config import HOMEWORK_PERSONAS
+
+    parser.add_argument("--user", choices=USERS + tuple(p for p in HOMEWORK_PERSONAS if p not in USERS),
+                        default="teacher", help=f"the simulated user (default teacher); with --stream gsm8k one of "
+                                                f"{', '.join(HOMEWORK_PERSONAS)}")
+    parser.add_argument("--sessions", type=_number(int, 1, 100000), default=None,
+                        help="sessions to run (default 40; with --stream gsm8k: every problem of the split)")
     parser.add_argument("--turns", type=_number(int, 1, 100), default=3, help="questions per session (default 3)")
     parser.add_argument("--seed", type=_number(int, 0, 2**31 - 1), default=0,
                         help="seed of the questions and the user's replies (default 0; same seed: same questions)")
@@ -445,7 +457,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
     out = check_new_file(args.out, args.force) if args.out is not None else None
     done: List[SessionRow] = []
-    kw = dict(user=args.user, sessions=args.sessions, turns=args.turns, seed=args.seed, model=args.model,
+    kw = dict(user=args.user, sessions=40 if args.sessions is None else args.sessions, turns=args.turns, seed=args.seed, model=args.model,
               wait_trained=args.wait_trained, side_turns=args.side_turns, temperature=args.temperature,
               max_tokens=args.max_tokens, timeout=args.timeout, session_prefix=args.session_prefix,
               wait_each_turn=args.wait_each_turn)
@@ -453,7 +465,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         res = simulate(args.url, progress=not args.no_progress, on_session=done.append, **kw)
     except (KeyboardInterrupt, ValueError):
         if out is not None and done:
-            part = SimulationResult(url=args.url, user=args.user, sessions=args.sessions, turns=args.turns,
+            part = SimulationResult(url=args.url, user=args.user, sessions=kw["sessions"], turns=args.turns,
                                     seed=args.seed, model=args.model or "", rows=done,
                                     sessions_to_stable=sessions_until_stable([r.holds for r in done]))
             _write_rows(out, part.rows_jsonl(), args.force)

@@ -1,0 +1,202 @@
+"""The paper's personal-agent stream driven live: ``claw simulate --stream gsm8k --user student`` (issue 46;
+the personas and their checks: :mod:`claw_lib.toy.homework`; the problems: :mod:`claw_lib.toy.gsm8k`).
+
+One session per problem of the stream, in the stream's order, ``concurrency`` sessions at once (so the serving
+engine decodes them together), each through the official ``openai`` client with upstream's session headers:
+
+1. the user asks for the solution (the same request :func:`~claw_lib.toy.homework_eval.first_request` gives the
+   ceiling measurement, so a live session and the ceiling see the same words);
+2. the model answers; the persona's deterministic check reads the reply (Reef's acceptance of the first reply);
+3. not accepted: the user's complaint (natural words, never a number) is the next main-line turn, whose answer is
+   read again, up to ``max_turns`` answers; accepted: the user's thanks ends the session (``X-Session-Done``): it
+   is the accepted reply's next state.
+
+Measured per session: the first reply accepted and correct (the gold answer is its final number), its tokens and
+the policy version that wrote it. The run's ``sessions_to_adaptation``: sessions served before three first replies
+in a row were accepted (:func:`~claw_lib.serve.simulate.sessions_until_stable`, k = 3); never: the stream's
+length + 1, said so.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from ..config import GSM8K_SPLITS, HOMEWORK_PERSONAS
+from ..toy.gsm8k import Problem, is_correct, load_split, read_gsm8k
+from ..toy.homework import HOMEWORK_LANGS
+from ..toy.homework_eval import first_request
+from ..utils import check_real
+from .simulate import STABLE_K, _Driver, normalise_url, sessions_until_stable
+
+__all__ = ["HomeworkRow", "HomeworkResult", "simulate_homework", "stream_problems", "add_arguments",
+           "run_from_args", "MAX_TURNS"]
+
+#: answers per session before the user gives up (upstream's student phase allows 8 turns)
+MAX_TURNS = 8
+
+
+@dataclass
+class HomeworkRow:
+    """One session of the stream. first_accepted / first_correct: the persona's verdict on the first reply and
+    whether its final number is the gold answer; first_tokens: that reply's completion tokens; first_version: the
+    policy version that wrote it; answers: answers served (first included); accepted_at: the 0-based answer the
+    persona accepted (None: none within ``max_turns``); first_reply: its text."""
+
+    session: int
+    session_id: str
+    problem: int
+    persona: str
+    lang: str
+    first_accepted: bool
+    first_correct: bool
+    first_tokens: int
+    first_version: Optional[int]
+    answers: int
+    accepted_at: Optional[int]
+    seconds: float
+    first_reply: str = ""
+    versions: List[Optional[int]] = field(default_factory=list)
+
+
+@dataclass
+class HomeworkResult:
+    """A stream run: its settings, one row per session (stream order) and ``sessions_to_adaptation`` (None: never
+    within the stream; counted as the stream's length + 1)."""
+
+    url: str
+    persona: str
+    lang: str
+    model: str
+    rows: List[HomeworkRow] = field(default_factory=list)
+    sessions_to_adaptation: Optional[int] = None
+    seconds: float = 0.0
+
+    @property
+    def counted(self) -> int:
+        """Sessions to adaptation, a run that never adapted counted as the stream's length + 1."""
+        return len(self.rows) + 1 if self.sessions_to_adaptation is None else self.sessions_to_adaptation
+
+    def summary(self) -> str:
+        n, s = len(self.rows), self.sessions_to_adaptation
+        head = (f"sessions until {STABLE_K} first replies in a row are accepted: "
+                + (f"never within {n} sessions (counted as {n + 1})" if s is None else str(s)))
+        acc = sum(r.first_accepted for r in self.rows)
+        cor = sum(r.first_correct for r in self.rows)
+        return "\n".join([f"claw simulate: persona {self.persona} ({self.lang}), {n} sessions, model {self.model}",
+                          head, f"first replies accepted {acc}/{n}, correct {cor}/{n}",
+                          f"wall time {self.seconds:.1f} s"])
+
+    def rows_jsonl(self) -> str:
+        return "".join(json.dumps({**asdict(r), "sessions_to_adaptation": self.sessions_to_adaptation},
+                                  ensure_ascii=False) + "\n" for r in self.rows)
+
+
+def stream_problems(split: str = "stream", gsm8k=None, problems_file=None) -> List[Problem]:
+    """The problems of a run: every record of ``problems_file`` in its order (a GSM8K-shaped file; the tests use
+    ``data/gsm8k/sample.jsonl``), or the kit's ``split`` of the user's GSM8K file (``gsm8k``; None: $CLAW_GSM8K)."""
+    if problems_file is not None:
+        return [Problem(i, q, g, s) for i, (q, g, s) in enumerate(read_gsm8k(problems_file))]
+    return load_split(split, gsm8k)
+
+
+def _session(drv: _Driver, problem: Problem, index: int, session_id: str, persona: str, lang: str, seed: int,
+             max_turns: int) -> HomeworkRow:
+    """One session (module docstring); the user's last message is sent with ``X-Session-Done``."""
+    t0 = time.monotonic()
+    user, msgs = first_request(persona, lang, problem, seed)
+    where = f"session {index + 1} ({session_id}, GSM8K problem {problem.index})"
+    first, versions, accepted_at = None, [], None
+    for k in range(max_turns):
+        r = drv.completion(msgs, session_id, "main", False, where)
+        reply = r.choices[0].message.content or ""
+        version = ((r.model_extra or {}).get("claw") or {}).get("policy_version")
+        versions.append(version)
+        reaction = user.react(problem, reply)
+        if first is None:
+            first = (reply, reaction.accepted, (r.usage.completion_tokens if r.usage else 0), version)
+        msgs = msgs + [{"role": "assistant", "content": reply}, {"role": "user", "content": reaction.text}]
+        if reaction.done:
+            accepted_at = k
+            break
+    drv.completion(msgs, session_id, "main", True, where)  # thanks, or the last complaint: the session ends
+    reply, accepted, tokens, version = first
+    return HomeworkRow(index, session_id, problem.index, persona, lang, accepted, is_correct(reply, problem.gold),
+                       int(tokens), version, len(versions), accepted_at, time.monotonic() - t0, reply, versions)
+
+
+def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "student", lang: str = "en",
+                      seed: int = 0, concurrency: int = 1, max_turns: int = MAX_TURNS, model: Optional[str] = None,
+                      temperature: Optional[float] = None, max_tokens: Optional[int] = None, timeout: float = 600.0,
+                      session_prefix: Optional[str] = None,
+                      on_session: Optional[Callable[[HomeworkRow], None]] = None) -> HomeworkResult:
+    """Drive the server at ``url`` with one session per problem (module docstring), ``concurrency`` at once.
+    ValueError (one line) for a bad setting, an unreachable server or one that answers an error."""
+    if persona not in HOMEWORK_PERSONAS:
+        raise ValueError(f"--user for the gsm8k stream must be one of {HOMEWORK_PERSONAS}, got {persona!r}")
+    if lang not in HOMEWORK_LANGS:
+        raise ValueError(f"--lang must be one of {HOMEWORK_LANGS}, got {lang!r}")
+    check_real("concurrency", concurrency, lo=1, hi=256, integer=True)
+    check_real("max_turns", max_turns, lo=1, hi=64, integer=True)
+    if not problems:
+        raise ValueError("the stream has no problems")
+    drv = _Driver(normalise_url(url), model, timeout, temperature, max_tokens)
+    prefix = session_prefix or f"hw-{persona}-s{seed}-{uuid.uuid4().hex[:6]}"
+    res = HomeworkResult(drv.url, persona, lang, drv.model)
+    t0 = time.monotonic()
+
+    def one(n: int) -> HomeworkRow:
+        row = _session(drv, problems[n], n, f"{prefix}-{n:04d}", persona, lang, seed, max_turns)
+        if on_session is not None:
+            on_session(row)
+        return row
+
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="claw-student") as pool:
+            res.rows = list(pool.map(one, range(len(problems))))  # stream order, whatever order they finish in
+    finally:
+        drv.close()
+        res.seconds = time.monotonic() - t0
+    res.sessions_to_adaptation = sessions_until_stable([r.first_accepted for r in res.rows])
+    return res
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags the gsm8k stream adds to ``claw simulate`` (read only with ``--stream gsm8k``)."""
+    parser.add_argument("--stream", choices=("fact", "gsm8k"), default="fact",
+                        help="fact: the fact-world users (default); gsm8k: the personal-agent stream, one session per "
+                             f"GSM8K problem, --user one of {', '.join(HOMEWORK_PERSONAS)}")
+    parser.add_argument("--split", choices=GSM8K_SPLITS, default="stream",
+                        help="the kit's split of GSM8K for --stream gsm8k (default stream: upstream's 36)")
+    parser.add_argument("--gsm8k", default=None, metavar="FILE",
+                        help="GSM8K's test.jsonl (default: $CLAW_GSM8K); the kit ships the split, not the problems")
+    parser.add_argument("--problems", default=None, metavar="FILE.jsonl",
+                        help="every problem of a GSM8K-shaped file, in its order, instead of --split")
+    parser.add_argument("--lang", choices=HOMEWORK_LANGS, default="en", help="the persona's language (default en)")
+    parser.add_argument("--concurrency", type=int, default=4,
+                        help="sessions at once (default 4; the serving engine decodes them together)")
+    parser.add_argument("--max-turns", type=int, default=MAX_TURNS,
+                        help=f"answers per session before the user gives up (default {MAX_TURNS}, as upstream)")
+
+
+def run_from_args(a) -> int:
+    """``claw simulate --stream gsm8k``: the stream run, its summary, ``--out`` (one JSON line per session)."""
+    from ..utils import atomic_write, check_new_file
+
+    out = check_new_file(a.out, a.force) if a.out is not None else None
+    problems = stream_problems(a.split, a.gsm8k, a.problems)
+    if a.sessions is not None:
+        problems = problems[:a.sessions]
+    res = simulate_homework(a.url, problems, a.user, a.lang, a.seed, a.concurrency, a.max_turns, a.model,
+                            a.temperature, a.max_tokens, a.timeout, a.session_prefix)
+    print(res.summary())
+    if out is not None:
+        with atomic_write(Path(out), replace=a.force) as f:
+            f.write(res.rows_jsonl())
+        print(f"per-session rows: {out}")
+    return 0

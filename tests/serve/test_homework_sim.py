@@ -1,0 +1,98 @@
+"""The personal-agent stream driven live (claw_lib/serve/homework_sim.py): the session's turns as the persona's
+verdicts say, against a scripted driver; the whole path on the tiny GPT through real HTTP and the `claw` command."""
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from claw_lib.config import PPOConfig
+from claw_lib.serve import LiveServer, ServeConfig
+from claw_lib.serve import homework_sim as hw
+from claw_lib.toy.gsm8k import Problem
+from claw_lib.toy.homework import accepts
+from claw_lib.toy.homework_eval import first_request
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "gsm8k" / "sample.jsonl"
+PLAIN = "She bakes 4 * 6 = 24 muffins and gives away 9, so 24 - 9 = 15 are left. 15"
+AI = "**Step 1:** 4 * 6 = 24\n**Step 2:** 24 - 9 = 15\n\\boxed{15}"
+
+
+class Scripted:
+    """A driver that answers from a list and records each request (messages, done)."""
+
+    def __init__(self, answers):
+        self.answers, self.calls = list(answers), []
+
+    def completion(self, messages, session_id, turn_type, done, where):
+        from types import SimpleNamespace as NS
+
+        self.calls.append((json.loads(json.dumps(messages)), done))
+        text = self.answers.pop(0) if self.answers else "ok"
+        return NS(choices=[NS(message=NS(content=text))], usage=NS(completion_tokens=len(text.split())),
+                  model_extra={"claw": {"policy_version": len(self.calls) - 1}})
+
+
+PROBLEM = Problem(0, "Mina bakes 4 trays of muffins with 6 muffins on each tray. She gives 9 muffins to her "
+                     "neighbours. How many muffins does she have left?", "15")
+
+
+def test_an_accepted_first_reply_ends_the_session_with_thanks():
+    assert accepts("student", PLAIN) and not accepts("student", AI)
+    d = Scripted([PLAIN])
+    row = hw._session(d, PROBLEM, 0, "s", "student", "en", 0, 8)
+    _, request = first_request("student", "en", PROBLEM, 0)
+    assert d.calls[0] == (request, False) and len(d.calls) == 2 and d.calls[1][1] is True
+    assert d.calls[1][0][-2] == {"role": "assistant", "content": PLAIN}  # the thanks is the reply's next state
+    assert row.first_accepted and row.first_correct and row.accepted_at == 0 and row.answers == 1
+    assert row.first_tokens == len(PLAIN.split()) and row.first_version == 0
+
+
+def test_a_rejected_reply_gets_a_complaint_then_the_rewrite_is_read():
+    d = Scripted([AI, PLAIN])
+    row = hw._session(d, PROBLEM, 0, "s", "student", "en", 0, 8)
+    complaint = d.calls[1][0][-1]["content"]
+    assert not any(ch.isdigit() for ch in complaint)  # the user never writes a number
+    assert [c[1] for c in d.calls] == [False, False, True] and row.answers == 2 and row.accepted_at == 1
+    assert not row.first_accepted and row.first_correct  # \\boxed{15}: the final number is the gold answer
+
+
+def test_a_user_who_is_never_satisfied_gives_up_after_max_turns():
+    d = Scripted([AI] * 5)
+    row = hw._session(d, PROBLEM, 0, "s", "student", "en", 0, 3)
+    assert row.answers == 3 and row.accepted_at is None and [c[1] for c in d.calls] == [False] * 3 + [True]
+
+
+def test_settings_are_refused_in_one_line():
+    with pytest.raises(ValueError, match="--user for the gsm8k stream must be one of"):
+        hw.simulate_homework("http://127.0.0.1:1", [PROBLEM], persona="correcting")
+    with pytest.raises(ValueError, match="concurrency must be"):
+        hw.simulate_homework("http://127.0.0.1:1", [PROBLEM], concurrency=0)
+
+
+def test_the_stream_through_claw_serve_and_claw_simulate(tmp_path, capsys):
+    """CI's path: the scripted stream (data/gsm8k/sample.jsonl) against the tiny GPT, sessions at once."""
+    from claw_lib.apps.cli import main
+
+    cfg = ServeConfig(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1, max_new_tokens=16))
+    with LiveServer(cfg, port=0) as srv:
+        out = tmp_path / "rows.jsonl"
+        rc = main(["simulate", "--url", srv.url, "--stream", "gsm8k", "--user", "student", "--problems", str(SAMPLE),
+                   "--concurrency", "3", "--max-turns", "2", "--max-tokens", "16", "--out", str(out),
+                   "--session-prefix", "gs"])
+        printed = capsys.readouterr().out
+        assert rc == 0 and "persona student (en), 6 sessions" in printed
+        rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+        assert [r["session"] for r in rows] == list(range(6)) and [r["problem"] for r in rows] == list(range(6))
+        for r in rows:  # the server recorded every answer and the closing message of each session
+            view = httpx.get(srv.url + f"/v1/claw/sessions/{r['session_id']}").json()
+            assert len(view["turns"]) == r["answers"] + 1 and view["done"]
+            assert r["first_accepted"] == accepts("student", r["first_reply"])
+    assert rows[0]["sessions_to_adaptation"] is None or rows[0]["sessions_to_adaptation"] >= 0
+
+
+def test_fact_world_flags_refuse_the_streams_flags(capsys):
+    from claw_lib.apps.cli import main
+
+    assert main(["simulate", "--url", "http://127.0.0.1:1", "--lang", "zh"]) == 2
+    assert "--lang belong to --stream gsm8k" in capsys.readouterr().err
