@@ -222,7 +222,7 @@ def _cmd_opd(a) -> int:
 # --------------------------------------------------------------------------- train
 def _cmd_train(a) -> int:
     from ..config import validate
-    from ..rl.ppo import train  # (claw_lib.rl.run.train, by its old path)
+    from ..rl.run import train
 
     from ..config import SettingError
 

@@ -1,6 +1,6 @@
 """The kit's signals in TRL's ``GRPOTrainer``: one more engine for the same runs (docs/trl.md).
 
-The kit's loop (:func:`claw_lib.rl.ppo.train`) is small enough to read in one sitting; TRL 1.16 brings
+The kit's loop (:func:`claw_lib.rl.run.train`) is small enough to read in one sitting; TRL 1.16 brings
 what a real model needs: several GPUs and nodes through ``accelerate`` (DDP, FSDP, DeepSpeed), vLLM
 generation and PEFT adapters. This module runs the kit's signals inside TRL **without re-implementing
 any of them**:
@@ -17,7 +17,7 @@ any of them**:
   model with its adapter disabled (no second copy of the weights).
 * :func:`grpo_config` maps a :class:`~claw_lib.config.PPOConfig` onto a ``GRPOConfig``;
   :func:`make_trainer` and :func:`train_trl` run a whole training with the kit's settings and write
-  the same ``metrics.jsonl`` / ``metrics.csv`` columns as :func:`claw_lib.rl.ppo.train`
+  the same ``metrics.jsonl`` / ``metrics.csv`` columns as :func:`claw_lib.rl.run.train`
   (:data:`claw_lib.rl.ppo.METRICS`), with the same ``eval/score`` (greedy answers to the same fixed
   evaluation prompts, :func:`claw_lib.toy.evaluation.evaluate_policy`), so runs compare across engines.
 
@@ -244,19 +244,19 @@ class ClawGRPOTrainer(GRPOTrainer):
             raise ValueError(p.trl_signal.format(signals=SIGNALS))
         if cfg.task.user in ("tool-chain", "joint"):
             raise ValueError(f"task.user {cfg.task.user!r} (episodes of several calls, or several personas) runs in the "
-                             "kit's loop only: use claw_lib.rl.ppo.train")
+                             "kit's loop only: use claw_lib.rl.run.train")
         if cfg.opd.hint_selection == "overlap":
             raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
-                             "in the kit's loop only: use claw_lib.rl.ppo.train")
+                             "in the kit's loop only: use claw_lib.rl.run.train")
         if p.trl_loss:
             raise ValueError(p.trl_loss)
         if kit_loss and (p.loss.kl_coef or args.beta):
             raise ValueError(f"the TRL engine computes {cfg.strategy}'s {cfg.loss.distill} loss with the kit's loss "
                              "function, which takes no KL-to-reference term there (loss.kl_coef 0, as every upstream "
-                             "script): use claw_lib.rl.ppo.train for both")
+                             "script): use claw_lib.rl.run.train for both")
         if cfg.advantage not in ("direct", "grpo"):
             raise ValueError(f"the TRL engine supports advantage 'direct' and 'grpo', got {cfg.advantage!r} "
-                             "(gae needs the kit's value head: use claw_lib.rl.ppo.train)")
+                             "(gae needs the kit's value head: use claw_lib.rl.run.train)")
         if teacher not in TEACHERS:
             raise ValueError(f"teacher must be {' or '.join(map(repr, TEACHERS))}, got {teacher!r}")
         agg = p.loss.loss_agg
@@ -525,7 +525,7 @@ _GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
 
 def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_processes: Optional[int] = None,
                 **overrides) -> GRPOConfig:
-    """The ``GRPOConfig`` that trains like ``claw_lib.rl.ppo.train(cfg)``.
+    """The ``GRPOConfig`` that trains like ``claw_lib.rl.run.train(cfg)``.
 
     One kit step = one generation batch of ``cfg.batch_size`` completions over all processes:
     ``cfg.batch_size / num_generations`` prompts with ``num_generations`` completions each (TRL needs
@@ -580,7 +580,7 @@ def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_p
 def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
                  peft_config=None, model=None, tokenizer=None, grpo_args: Optional[Dict] = None,
                  judge=None) -> ClawGRPOTrainer:
-    """A :class:`ClawGRPOTrainer` for the toy world with the settings of ``claw_lib.rl.ppo.train(cfg)``.
+    """A :class:`ClawGRPOTrainer` for the toy world with the settings of ``claw_lib.rl.run.train(cfg)``.
 
     The prompts of step k are the first ``batch_size / num_generations`` tasks the kit's loop would
     sample at step k (``FactEnv`` re-seeded with ``seed * 100_003 + k``); the user answering them is
@@ -639,7 +639,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
 
 def train_trl(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
               peft_config=None, grpo_args: Optional[Dict] = None, judge=None) -> List[Dict]:
-    """Train with TRL as ``claw_lib.rl.ppo.train(cfg, out_dir)`` trains with the kit's loop; returns
+    """Train with TRL as ``claw_lib.rl.run.train(cfg, out_dir)`` trains with the kit's loop; returns
     the per-step metrics (step 0: the evaluation before training), also written to ``out_dir``
     (``metrics.jsonl``, ``metrics.csv``, ``config.json``, and ``engine.json`` with TRL's settings) by
     the main process. Launch with ``accelerate launch`` for several processes (docs/trl.md). judge: as

@@ -71,10 +71,9 @@ from ..text.corrections import guess_lang
 from ..toy.users import Feedback, Task
 from .core import aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 from .strategies import Plan, plan
-from .strategies import check as _check  # noqa: F401  (the old name of strategies.check)
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
-           "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
+           "compute_signals", "compute_advantages", "ppo_update", "decode_response", "prepare_policy",
            "needs_reference"]
 
 #: Glossary of every logged metric.
@@ -649,21 +648,3 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     from ..signals.reviser import wants_base  # the reviser reads with the frozen base
 
     return cfg, (frozen_teacher(policy) if reference and (needs_reference(cfg) or wants_base(cfg, n)) else None)
-
-
-
-#: the run's names that lived here before the run had a module of its own (:mod:`claw_lib.rl.run`); still
-#: importable from here, so notebooks, tests and tools keep their imports
-_RUN_NAMES = ("train", "_train", "_Run", "_eval_metrics", "eval_tokens", "TrainingDivergedError", "_check_finite",
-              "CheckpointWriteError", "_check_adapter_keys", "_RESUMABLE", "_RUN_FILES", "_legacy_run_files", "_differ",
-              "_check_resolved", "_previous_run", "_config_from_dict", "_load_checkpoint", "_write_metrics")
-
-
-def __getattr__(name: str):
-    """The run's old names (:data:`_RUN_NAMES`), looked up in :mod:`claw_lib.rl.run` when first asked for (the run
-    imports the stages, so the stages import the run only on demand: no import circle)."""
-    if name in _RUN_NAMES:
-        from . import run
-
-        return getattr(run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

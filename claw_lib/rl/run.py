@@ -12,8 +12,6 @@
   settings to lower), :func:`_write_metrics` writes the metrics files; the TRL engine
   (:mod:`claw_lib.integrations.trl`) and the live server (:mod:`claw_lib.serve`) use both, and
   :func:`trl_run_folder` claims a TRL run's folder as :func:`train` claims the kit's.
-
-The old names stay importable from :mod:`claw_lib.rl.ppo`.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@
   :func:`step_rewards` (a reward per step where one episode spans several tasks, else None): each task class
   answers both for its batch (``Task.evaluate``, ``Task.step_rewards``), so neither the loop nor the evaluation
   asks which kind of environment it holds. The factory that builds an environment from a config
-  (:func:`claw_lib.toy.users.make_env`) sits at the top of ``toy/``.
+  (:func:`claw_lib.toy.envs.make_env`) sits at the top of ``toy/``.
 """
 from __future__ import annotations
 
