@@ -50,25 +50,34 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..config import PPOConfig
+from ..alignment import encoders  # load_encoder looked up at each call (a test may replace it)
 from ..config import PPO_STRATEGIES as STRATEGIES
+from ..config import PPOConfig, lr_warning, resolve_for_model, validate
 from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, scaled_logits
+from ..models.lora import AdapterDisabled, count_parameters
+from ..models.peft_lora import add_adapters
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
 from ..prompts import teacher_prompt
+from ..signals.judges import hint_candidates
+from ..signals.mapping import policy_token_rewards
 from ..signals.opd import (
     binary_rl_advantages,
     clipped_topk_opd,
     combined_advantages,
     failed_share,
+    frozen_teacher,
     generalized_jsd,
     judge_turn,
     opd_advantages,
+    overlap_choice,
     teacher_temperature,
     topk_reverse_kl,
     unrelated_hint,
 )
-from ..text.corrections import guess_lang
-from ..toy.users import Feedback, Task
+from ..signals.reviser import batch_rewards, run_reviser, wants_base
+from ..text.corrections import clean_correction, guess_lang
+from ..text.langs import LanguageMismatchWarning
+from ..toy.env import Feedback, Task, step_rewards
 from .core import aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 from .strategies import Plan, plan
 
@@ -209,12 +218,8 @@ class Scorer:
         ``cfg.reward.align`` for alignment strategies, the reference as perplexity judge."""
         encoder, s = None, plan(cfg).strategy
         if s.encoder:
-            from ..alignment.encoders import load_encoder
-
             a = cfg.reward.align
-            encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
-        from ..signals.reviser import run_reviser
-
+            encoder = encoders.load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
         return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
                    judge_lm=(ref, tokenizer) if s.judge_lm else None, reviser=run_reviser(cfg, ref, tokenizer))
 
@@ -238,11 +243,6 @@ class Signals:
 def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Alignment / perplexity rewards on each response's own action tokens (onto sub-tokens as
     ``cfg.subtokens`` says)."""
-    from ..signals.mapping import policy_token_rewards
-    from ..signals.reviser import batch_rewards
-    from ..text.corrections import clean_correction
-    from ..text.langs import LanguageMismatchWarning
-
     if scorer.encoder is not None:  # every text of the batch in a few padded encoder passes
         nexts = [clean_correction(f.next_state).text if cfg.reward.clean else f.next_state for f in ro.feedback]
         scorer.encoder.prefetch(list(ro.texts) + nexts, cfg.reward.align.layer)
@@ -325,9 +325,6 @@ def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     (:func:`~claw_lib.signals.judges.hint_candidates`): the sampling policy's top-k at each response position
     (``ro.old_topk``, from the rollout's forward) against the teacher's under each candidate (one padded forward of
     all candidates), :func:`~claw_lib.signals.opd.overlap_choice`. Returns the turn signals with the chosen hints."""
-    from ..signals.judges import hint_candidates
-    from ..signals.opd import overlap_choice
-
     o = cfg.opd
     cands = {b: hint_candidates(s.hint_votes, o.min_hint_chars, o.hint_candidates) for b, s in enumerate(sigs) if s.hint}
     multi = [b for b, c in cands.items() if len(c) > 1]
@@ -362,8 +359,6 @@ def _chain_step_rewards(ro: Rollout, sigs, cfg: PPOConfig) -> Optional[np.ndarra
     """The steps of multi-step episodes (the tasks' own answer, :func:`claw_lib.toy.env.step_rewards`; for
     :class:`~claw_lib.toy.chains.ChainStep` the episode's outcome plus, with ``cfg.task.chain_reward ==
     "outcome+prm"``, the judge's vote on the step's next state); None for any other batch."""
-    from ..toy.env import step_rewards
-
     return step_rewards(ro.tasks, ro.scores, [s.score for s in sigs], cfg.task.chain_reward)
 
 
@@ -628,13 +623,6 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     view of the same model with adapters (no copy), a frozen copy when :func:`needs_reference`, else None.
     ``reference=False``: no reference is made (None); ``adapters=False``: none are added (a PEFT adapter's rank
     in ``cfg.lora_rank`` then only picks the learning rate). Returns (resolved cfg, reference)."""
-    import warnings
-
-    from ..config import lr_warning, resolve_for_model, validate
-    from ..models.lora import AdapterDisabled, count_parameters
-    from ..models.peft_lora import add_adapters
-    from ..signals.opd import frozen_teacher
-
     n = count_parameters(policy)
     cfg = resolve_for_model(cfg, n)
     validate(cfg)
@@ -645,6 +633,5 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
         # PEFT's or the kit's (cfg.lora_impl); drawn from the run's seed: the same run repeats (LR01)
         add_adapters(policy, cfg.lora_rank, cfg.lora_impl, seed=cfg.seed)
         return cfg, (AdapterDisabled(policy) if reference else None)
-    from ..signals.reviser import wants_base  # the reviser reads with the frozen base
-
+    # the reviser reads with the frozen base (wants_base)
     return cfg, (frozen_teacher(policy) if reference and (needs_reference(cfg) or wants_base(cfg, n)) else None)

@@ -26,15 +26,21 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
-from ..config import PPOConfig, SettingError, from_dict
+from .. import utils  # resolve_device, set_threads looked up at each call (a test may replace them)
+from ..config import PER_MODEL, PPOConfig, SettingError, flatten, from_dict, validate
+from ..models import lm  # load_causal_lm looked up at each call (a test may replace it)
 from ..models.lm import peak_memory_gib
+from ..models.lora import trainable_state_dict
 from ..models.peft_lora import ADAPTER_DIR, save_run_adapter
-from ..toy.users import Task
+from ..toy.env import Task
+from ..toy.envs import make_env
+from ..utils import OutputFolder, atomic_write
 from .core import ValueHead
 from . import ppo  # the stages, looked up at each call (a notebook or test may replace one)
 from .ppo import Scorer
-from .fit import eval_tokens
+from .fit import check_fits, eval_tokens
 from .events import TB_DIR, write_events
 from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_records, trim_records
 
@@ -66,9 +72,6 @@ def train(cfg: PPOConfig, out_dir=None, stop_after: Optional[int] = None, force:
     the differing settings) unless ``force``, which starts over there. stop_after: stop (as if
     interrupted) after this many steps of this call (for tests).
     """
-    from ..config import validate
-    from ..utils import OutputFolder
-
     validate(cfg)
     check_judge(cfg, judge)
     if out_dir is None:
@@ -89,8 +92,6 @@ def check_judge(cfg: PPOConfig, judge) -> None:
 def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
     """The loop: from ``run.start_step`` to ``cfg.steps``, the four stages of :mod:`claw_lib.rl.ppo`, the NaN stop,
     the metrics (and the evaluation when due) recorded; ``stop_after``: stop after this many steps of this call."""
-    from tqdm.auto import tqdm
-
     cfg, policy, tok = run.cfg, run.policy, run.tokenizer
     bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
     for k, step in enumerate(bar):
@@ -171,21 +172,17 @@ class _Run:
     def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool, judge=None) -> "_Run":
         """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None; ``judge``: the
         next-state judge (None: the rule judge)."""
-        from ..models.lm import load_causal_lm
-        from ..toy.envs import make_env
-        from ..utils import resolve_device, set_threads
-
         out = folder.path if folder is not None else None
         saved = _previous_run(cfg, folder, resume, force) if folder is not None else None  # before any slow work
         # a resumed run keeps the thread count of the run it resumes (float sums are ordered by it)
         threads = cfg.threads or (int(saved.get("threads", 0) or 0) if saved else 0)
-        cfg = dataclasses.replace(cfg, threads=set_threads(threads))
+        cfg = dataclasses.replace(cfg, threads=utils.set_threads(threads))
         if folder is not None:
             folder.register(*_RUN_FILES)
-        dev = resolve_device(cfg.device)
+        dev = utils.resolve_device(cfg.device)
         t_load = time.time()
         ck = _load_checkpoint(out / "checkpoint.pt", dev, cfg) if saved is not None else None  # checked before the model
-        policy, tok = load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
+        policy, tok = lm.load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
         cfg, ref = ppo.prepare_policy(policy, cfg)
         if saved is not None:  # the per-model settings are known only now: they must match the saved run's too
             _check_resolved(saved, cfg, out)
@@ -198,8 +195,7 @@ class _Run:
         scorer = Scorer.for_run(cfg, policy, ref, tok)
         scorer.judge = judge
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts), scorer, out, [], 0)
-        from .fit import check_fits  # before anything is written: positions, top-k, a step's memory
-
+        # before anything is written: positions, top-k, a step's memory
         check_fits(cfg, policy, tok, run.eval_tasks, make_env(cfg.task, cfg.seed, tok, env.world).sample(cfg.batch_size),
                    dev)
         if ck is not None:
@@ -207,8 +203,6 @@ class _Run:
         if out is not None:  # a resumed run repeats the steps after its checkpoint: their records go
             trim_records(out, run.start_step)
         if out is not None:
-            from ..utils import atomic_write
-
             with atomic_write(out / "config.json") as f:
                 f.write(json.dumps(asdict(cfg), indent=1))
         if run.start_step == 0:
@@ -251,9 +245,6 @@ class _Run:
 
     def _save_checkpoint(self, step: int) -> None:
         """checkpoint.pt of ``step``, whole or not at all (a full disk: :class:`CheckpointWriteError`)."""
-        from ..models.lora import trainable_state_dict
-        from ..utils import atomic_write
-
         model = trainable_state_dict(self.policy) if self.cfg.lora_rank else self.policy.state_dict()
         ck = {"model": model, "opt": self.optimizer.state_dict(), "history": self.history,
               "step": step, "config": asdict(self.cfg)}  # the config: a checkpoint resumes only its own run
@@ -273,8 +264,6 @@ class _Run:
 def _check_adapter_keys(policy, state) -> None:
     """Refuse (ValueError) a LoRA checkpoint whose weights are not exactly the policy's adapters: loaded with
     ``strict=False``, it would go on with fresh random adapters under the old history (LR06)."""
-    from ..models.lora import trainable_state_dict
-
     want, got = set(trainable_state_dict(policy)), set(state) if isinstance(state, dict) else set()
     if want != got:
         raise ValueError(f"\nit holds {len(want & got)} of the run's {len(want)} adapter weights"
@@ -312,16 +301,12 @@ def _differ(old: Dict, new: Dict) -> List[str]:
     """The settings (flattened) in which two runs differ, those that do not change a run's numbers aside;
     a thread count of 0 ("the free cores") matches any, and so does a per-model setting not resolved yet (None
     before the model is loaded: :func:`_check_resolved` compares it once it is)."""
-    from ..config import PER_MODEL
-
     return [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]
             and not (k == "threads" and 0 in (old.get(k), new[k])) and not (k in PER_MODEL and new[k] is None)]
 
 
 def _check_resolved(saved: Dict, cfg: PPOConfig, out: Path) -> None:
     """Refuse to resume when a per-model setting, resolved from the loaded model, differs from the saved run's."""
-    from ..config import PER_MODEL, flatten
-
     differ = [d for d in _differ(flatten(_config_from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
     if differ:
         raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}); choose another folder or "
@@ -333,8 +318,6 @@ def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional
     when it is one to resume: its settings match ``cfg`` and it has a checkpoint. Refuses (ValueError) a run
     with other settings or without a checkpoint, unless ``force``, which removes that run's files (only
     those claw wrote). None for a folder without a run."""
-    from ..config import flatten
-
     out = folder.path
     if not folder.used:
         return None
@@ -364,8 +347,6 @@ _config_from_dict = from_dict
 def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dict:
     """checkpoint.pt, checked: a dict with the kit's keys and, with ``cfg``, written by a run of the same
     settings (its config inside it): a checkpoint copied from another run is refused, not resumed."""
-    from ..config import flatten
-
     try:
         ck = torch.load(path, weights_only=False, map_location=device)
     except Exception as e:  # a truncated or foreign file: say which and what to do
@@ -391,8 +372,6 @@ def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dic
 def _write_metrics(out: Path, history: List[Dict]) -> None:
     """``metrics.jsonl`` (one dict a line), ``metrics.csv`` (a column per key, ``step`` first) and the TensorBoard
     event file (:mod:`claw_lib.rl.events`: ``tensorboard/``), each whole."""
-    from ..utils import atomic_write
-
     with atomic_write(out / "metrics.jsonl") as f:
         for h in history:
             f.write(json.dumps(h) + "\n")
@@ -428,8 +407,6 @@ def trl_run_folder(out, force: bool):
     """Claim and lock ``out`` for a TRL run (:func:`claw_lib.integrations.trl.train_trl`) as :func:`train` claims the
     kit's: a folder that holds a run is refused (:class:`RunFolderTaken`) unless ``force``, which removes that run's
     files (only those claw wrote); the files of the new run are registered in the folder's marker."""
-    from ..utils import OutputFolder
-
     folder = OutputFolder.claim(out, "trl", force, "training output", names=TRL_RUN_FILES, legacy=_legacy_trl_files)
     if folder.used and not force:
         raise RunFolderTaken(f"the training output folder {out} already holds a run (TRL runs are not resumed); "
