@@ -26,10 +26,11 @@ brackets)::
     │   ├── rewards.py       binary, continuous, perplexity, sentence token rewards; fusion
     │   ├── mapping.py       word rewards onto the policy's action tokens
     │   ├── shaping.py       positive shaping, decayed credit, confidence, aggregation
-    │   ├── judges.py        next-state judges: score votes and hints (rule-based or any LLM)
+    │   ├── judges.py        next-state judges: score votes and hints (rule, local LLM, URL; make_judge)
     │   ├── opd.py           OpenClaw-RL: Binary RL, hindsight OPD, combined; distillation losses
     │   ├── reviser.py       an instruct LM rewrites the output as the correction wants; align output <-> revision [10 11]
     │   ├── reviser_lm.py    the LMs behind it: a local HF model, an OpenAI-compatible URL, a cache of replies
+    │   ├── endpoint.py      an OpenAI-compatible URL, checked once (GET /v1/models): reviser and judge
     │   ├── baselines.py     what the reviser is measured against: last content word, edit distance, contrast
     │   └── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]

@@ -235,7 +235,7 @@ def _cmd_train(a) -> int:
         raise CLIError(f"claw train: {flag_message(str(e), TRAIN_FLAGS)}") from None
     from .train_judge import training_judge
 
-    judge = training_judge(cfg)  # --judge: a local model not on disk is refused here, before any run starts
+    judge = training_judge(cfg)  # --judge: a URL that does not answer or a model not on disk is refused here (R4-09)
     try:
         if a.engine == "trl":
             hist = _train_trl(cfg, a.out, a.force, judge)

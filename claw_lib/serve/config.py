@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..config import PPOConfig
+from ..config import PPOConfig, flatten, from_dict, judge_kind, validate
 from ..rl.strategies import JUDGED_STRATEGIES
+from ..signals.endpoint import open_endpoint
 
 __all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config"]
 
@@ -59,8 +60,6 @@ class ServeConfig:
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
     """The library refuses what the command line refuses: a one-line ValueError naming the setting."""
-    from ..config import validate
-
     if cfg.ppo.strategy not in SERVE_STRATEGIES:
         raise ValueError(f"the live server trains strategy one of {SERVE_STRATEGIES}, got {cfg.ppo.strategy!r}")
     if cfg.ppo.opd.judge != "rule":
@@ -85,8 +84,8 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
     for bad, what in unsupported:
         if bad:
             raise ValueError(f"the live server does not support {what}")
-    if not cfg.judge.strip():
-        raise ValueError("judge must be 'rule', a model name or path, or an http(s):// URL")
+    if judge_kind(cfg.judge, "judge") == "url":  # R4-10: a judge URL that does not answer is refused at the start
+        open_endpoint(cfg.judge, cfg.judge_model, what="judge")
     validate(cfg.ppo)
     return cfg
 
@@ -98,9 +97,7 @@ def serve_config_dict(cfg: ServeConfig) -> dict:
 
 def serve_config_from_dict(d: dict) -> ServeConfig:
     """The inverse of :func:`serve_config_dict` (unknown fields: TypeError)."""
-    from ..rl.run import _config_from_dict
-
-    return ServeConfig(**{**d, "ppo": _config_from_dict(d["ppo"])})
+    return ServeConfig(**{**d, "ppo": from_dict(d["ppo"])})
 
 
 #: settings a resumed run may change (they do not change what is trained)
@@ -109,8 +106,6 @@ RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_mess
 
 def differing(saved: ServeConfig, new: ServeConfig) -> Optional[str]:
     """A one-line list of the settings in which two runs differ (the resumable ones aside), or None."""
-    from ..config import flatten
-
     a = {**flatten(saved.ppo), **{k: v for k, v in serve_config_dict(saved).items() if k != "ppo"}}
     b = {**flatten(new.ppo), **{k: v for k, v in serve_config_dict(new).items() if k != "ppo"}}
     skip = set(RESUMABLE) | {"progress", "device", "steps"}

@@ -47,12 +47,12 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..alignment.texts import align_texts
-from ..config import ALIGNMENT_STRATEGIES, SMALL_MODEL_PARAMS, RewardConfig, ReviserConfig
+from ..config import ALIGNMENT_STRATEGIES, SMALL_MODEL_PARAMS, RewardConfig, ReviserConfig, is_url
 from ..text.claims import sentence_spans
 from ..text.corrections import CONTENT_KINDS, clean_correction, guess_lang, value_key, word_kind
 from ..text.tokens import check_text, tokenize
 from .judges import _new_question
-from .reviser_lm import CachedLM, LocalLM, RemoteLM, is_url
+from .reviser_lm import CachedLM, LocalLM, RemoteLM
 from .rewards import TokenRewards, token_rewards
 from .rules import _units, omitted_at
 

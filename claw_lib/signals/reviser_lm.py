@@ -27,13 +27,9 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..text.tokens import tokenize
+from .endpoint import open_endpoint
 
-__all__ = ["LocalLM", "RemoteLM", "CachedLM", "is_url", "parse_yes"]
-
-
-def is_url(spec: str) -> bool:
-    """Whether a reviser / judge spec names an endpoint (``http://`` or ``https://``) rather than a model."""
-    return isinstance(spec, str) and spec.startswith(("http://", "https://"))
+__all__ = ["LocalLM", "RemoteLM", "CachedLM", "parse_yes"]
 
 
 def parse_yes(text: str) -> Optional[float]:
@@ -141,22 +137,14 @@ class LocalLM:
 
 class RemoteLM:
     """An OpenAI-compatible endpoint (vLLM, SGLang, ``claw serve``, a hosted API) through the official ``openai``
-    client, ``batch_size`` requests in flight at once. url: ``http://host:port`` with or without ``/v1``; model: the name to ask for (empty: the first one its
-    ``/v1/models`` lists, asked at once: an endpoint that cannot be reached is refused here with one line). A request
+    client, ``batch_size`` requests in flight at once. url: ``http://host:port`` with or without ``/v1``; model: the name
+    to ask for (empty: the first one its ``/v1/models`` lists; :func:`~claw_lib.signals.endpoint.open_endpoint` asks it
+    at once: an endpoint that cannot be reached is refused here with one line). A request
     that fails later gives empty replies (that pair falls back to the rules) and is counted in ``failures``."""
 
     def __init__(self, url: str, model: str = "", timeout_s: float = 120.0):
-        import openai
-
-        base = url.rstrip("/")
-        self.url = base if base.endswith("/v1") else base + "/v1"
-        self.client = openai.OpenAI(base_url=self.url, api_key="none", timeout=timeout_s, max_retries=1)
+        self.client, self.model = open_endpoint(url, model, timeout_s, "reviser")
         self.failures = 0
-        try:
-            self.model = model or self.client.models.list().data[0].id
-        except Exception as e:  # openai's connection / status errors, or an empty model list
-            raise ValueError(f"the reviser endpoint {url} does not answer /v1/models ({type(e).__name__}); is the "
-                             "server running?") from None
 
     def length(self, text: str) -> int:
         """About two sub-tokens per word (no tokenizer here)."""
