@@ -103,6 +103,31 @@ def test_no_module_forwards_moved_names():
     assert not found, found
 
 
+def _folder(module: str) -> str:
+    """The folder of a module (``claw_lib.rl.ppo`` -> ``claw_lib.rl``; a top-level module: ``claw_lib``)."""
+    return module.rsplit(".", 1)[0] if _is_module(module) and not (ROOT / Path(*module.split(".")[1:])).is_dir() \
+        else module
+
+
+def test_no_private_name_crosses_a_folder():
+    """A name that starts with ``_`` is imported only within its own folder (issue 44): what the drivers of the
+    stages (the TRL engine, the live server) use has a public name (``check_finite``, ``write_metrics``,
+    ``minibatch``, ``config.from_dict``)."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        mod = _modname(path)
+        pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.level):
+                continue
+            base = pkg.split(".")[: len(pkg.split(".")) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            private = [a.name for a in node.names if a.name.startswith("_") and a.name != "__version__"]
+            if private and _folder(target) != pkg:
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {target} {private}")
+    assert not found, found
+
+
 def test_no_new_import_circle():
     """No module reaches itself through the imports of other modules (a package's ``__init__`` aside: it lists its
     modules, which may import their package's helpers)."""

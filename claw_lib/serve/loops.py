@@ -26,9 +26,10 @@ from typing import List
 import numpy as np
 import torch
 
-from ..models.lm import logprobs_from_batch, pack
+from ..models.lm import logprobs_from_batch
 from ..rl import ppo  # the stages, looked up at each call (a test may replace one)
-from ..rl.run import TrainingDivergedError, _check_finite
+from ..rl.driver import make_rollout, signal_tensors
+from ..rl.run import TrainingDivergedError, check_finite
 from ..rl.samples import judged_fields  # the judge's verdict as every run records it
 from ..rl.strategies import plan
 from ..signals.judges import make_judge
@@ -44,16 +45,12 @@ def turn_rollout(turns: List[Turn], engine, with_feedback: bool = True):
     """The kit's :class:`~claw_lib.rl.ppo.Rollout` of served turns: their prompts and responses packed on the
     model's device, ``logprobs`` = the rollout log-probs recorded at serving time (B, T), the next states as
     :class:`~claw_lib.toy.env.Feedback` (score 0: the server does not know the user's own score)."""
-    tok = engine.tokenizer
-    batch = pack([t.prompt_ids for t in turns], [t.response_ids for t in turns], tok.pad_token_id).to(engine.device)
-    lps = torch.zeros(batch.response_mask.shape, device=engine.device)
-    for b, t in enumerate(turns):
-        lps[b, :len(t.rollout_log_probs)] = torch.as_tensor(t.rollout_log_probs)
     tasks = [ServedTask(t.prompt_text, t.question, t.lang,
                         messages=t.messages if engine.chat else None) for t in turns]
     fb = [Feedback(t.next_state or "", 0.0, "served", role=t.next_role or "user") for t in turns] if with_feedback else []
-    return ppo.Rollout(tasks, [t.prompt_ids for t in turns], [t.response_ids for t in turns],
-                   [t.response_text for t in turns], batch, lps, None, fb)
+    return make_rollout(tasks, [t.prompt_ids for t in turns], [t.response_ids for t in turns],
+                        [t.response_text for t in turns], fb, engine.tokenizer.pad_token_id, engine.device,
+                        logprobs=[t.rollout_log_probs for t in turns])
 
 
 def tis_weights(old: torch.Tensor, served: torch.Tensor, mask: torch.Tensor, cap: float):
@@ -191,7 +188,7 @@ class TrainerLoop(_Loop):
         version = s.engine.version
         ro, sig, adv, extra = self.prepare(turns)
         stats = ppo.ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
-        _check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
+        check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
         new = version + 1
         stale = [version - t.policy_version for t in turns]
         row = {"version": new, "samples": len(turns), "staleness_mean": float(np.mean(stale)),
@@ -207,12 +204,7 @@ class TrainerLoop(_Loop):
         served = ro.logprobs
         with torch.no_grad():
             ro.logprobs = logprobs_from_batch(s.engine.trainer, ro.batch, temperature=s.ppo.temperature)  # pi_old
-        A = torch.zeros_like(served)
-        M = torch.zeros(served.shape, dtype=torch.bool, device=served.device)
-        for b, t in enumerate(turns):
-            A[b, :len(t.signal)] = torch.as_tensor(t.signal, device=served.device)
-            M[b, :len(t.mask)] = torch.as_tensor(t.mask, device=served.device)
-        M &= ro.batch.response_mask
+        A, M = signal_tensors([(t.signal, t.mask) for t in turns], ro.batch.response_mask)  # as samples.jsonl holds them
         sig = ppo.Signals(A, M, [t.hint for t in turns])
         adv = ppo.compute_advantages(ro, sig, s.ppo)
         w, extra = tis_weights(ro.logprobs, served, adv.mask, s.cfg.tis_cap)
