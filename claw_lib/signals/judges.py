@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
 from ..config import judge_kind
-from ..models.lm import generate, load_causal_lm
 from ..prompts import has_chat_template
 from ..text.corrections import clean_correction, is_chinese
 from ..text.phrases import (
@@ -343,6 +342,8 @@ class LLMJudge(_PromptJudge):
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
 
     def _ask(self, messages: List[dict]) -> List[str]:
+        from ..models.lm import generate  # lazy: torch loads for a local LLM judge only (rule and URL judges need none)
+
         if has_chat_template(self.tok):
             prompt = self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         else:
@@ -379,14 +380,20 @@ class RemoteJudge(_PromptJudge):
         return out[:self.m]
 
 
+def _load_lm(spec: str, device: str):
+    from ..models.lm import load_causal_lm  # lazy, as in LLMJudge._ask: torch for a local LLM judge only
+
+    return load_causal_lm(spec, device=device)
+
+
 #: the judge factory, one line per kind of :data:`~claw_lib.config.JUDGE_KINDS`: (spec, model, m, device, seed) ->
 #: the judge (None: the rule judge, which :func:`~claw_lib.signals.opd.judge_turn` builds itself). A new kind of judge
 #: is a class above, one line here and its name in ``config.JUDGE_KINDS`` (CONTRIBUTING.md).
 JUDGES: Dict[str, Callable[..., Optional[Judge]]] = {
     "rule": lambda spec, model, m, device, seed: None,
     "url": lambda spec, model, m, device, seed: RemoteJudge(spec, model=model, m=m),
-    "model": lambda spec, model, m, device, seed: LLMJudge(*load_causal_lm(spec, device=device), m=m,
-                                                           max_new_tokens=512, seed=seed),
+    "model": lambda spec, model, m, device, seed: LLMJudge(*_load_lm(spec, device), m=m, max_new_tokens=512,
+                                                           seed=seed),
 }
 
 

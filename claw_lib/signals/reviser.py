@@ -48,6 +48,7 @@ import numpy as np
 
 from ..alignment.texts import align_texts
 from ..config import ALIGNMENT_STRATEGIES, SMALL_MODEL_PARAMS, RewardConfig, ReviserConfig, is_url
+from ..prompts import has_chat_template
 from ..text.claims import sentence_spans
 from ..text.corrections import CONTENT_KINDS, clean_correction, guess_lang, value_key, word_kind
 from ..text.tokens import check_text, tokenize
@@ -322,8 +323,6 @@ def auto_reviser(settings: ReviserConfig, model=None, tokenizer=None, adapters_o
     when it has a chat template and over :data:`~claw_lib.config.SMALL_MODEL_PARAMS` parameters, else None (the tiny
     GPT: the rules); "base": that model, refused (ValueError) without one or without a chat template; anything else
     a name, folder or URL for :func:`load_reviser`."""
-    from ..prompts import has_chat_template
-
     name = settings.model
     if name == "none":
         return None

@@ -14,18 +14,23 @@ An LM for the reviser has three methods:
 ``adapters_off``: a policy with LoRA adapters read as its base, the frozen reviser of a training run), :class:`RemoteLM`
 an OpenAI-compatible endpoint through the official ``openai`` client, :class:`CachedLM` either of them with every reply
 kept in a JSONL file (measure once, tune the reviser's selection and validation offline, ``tools/probe_report.py``).
-A test's scripted LM needs only the three methods.
+A test's scripted LM needs only the three methods. torch (:mod:`claw_lib.models.lm`, :mod:`claw_lib.models.lora`)
+is imported inside :class:`LocalLM`'s methods only: a URL reviser, the cache and the rules stay torch-free.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..prompts import has_chat_template
 from ..text.tokens import tokenize
 from .endpoint import open_endpoint
 
@@ -54,8 +59,6 @@ class LocalLM:
     training run's frozen reviser without a second copy of the weights)."""
 
     def __init__(self, model, tokenizer, adapters_off: bool = False):
-        from ..prompts import has_chat_template
-
         if not has_chat_template(tokenizer):
             raise ValueError("the reviser needs an instruct model with a chat template (its tokenizer has none)")
         self.model, self.tok, self.adapters_off = model, tokenizer, adapters_off
@@ -168,8 +171,6 @@ class RemoteLM:
     @staticmethod
     def _parallel(fn, items, batch_size: int) -> list:
         """``fn`` on every item, ``batch_size`` requests in flight at once (a serving engine batches them), in order."""
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=max(1, min(batch_size, len(items) or 1))) as pool:
             return list(pool.map(fn, items))
 
@@ -190,8 +191,6 @@ class RemoteLM:
         return self._parallel(self._yes, list(conversations), batch_size)
 
     def _yes(self, messages) -> float:
-        import math
-
         got = self._ask(messages, 1, 0.0, 1, logprobs=True, top_logprobs=10)
         p = None
         if got and got[0].logprobs and got[0].logprobs.content:
@@ -241,8 +240,6 @@ class CachedLM:
     def _through(self, kind: str, conversations, settings: List[dict], ask, chunk: int) -> list:
         """The replies of ``conversations``, the missing ones asked ``chunk`` at a time (``ask(indices)``) and
         appended to the file after each chunk with ``seconds``: the chunk's wall time per conversation."""
-        import time
-
         keys = [self.key(kind, s, m) for s, m in zip(settings, conversations)]
         todo = [k for k, key in enumerate(keys) if key not in self.cache]
         self.hits += len(keys) - len(todo)

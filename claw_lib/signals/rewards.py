@@ -34,6 +34,7 @@ comparison.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -45,7 +46,8 @@ from ..config import RewardConfig
 from ..config import validate
 from ..text.corrections import clean_correction, guess_lang
 from ..text.langs import warn_language_mismatch
-from ..text.tokens import Token, check_text, subtokens_to_words, tokenize
+from ..prompts import build_prompt, response_text
+from ..text.tokens import Token, check_text, subtoken_spans, subtokens_to_words, tokenize
 from .rules import MARKS, Evidence, addressed_sentences, omitted_at, read_pair, sentence_of
 
 __all__ = ["TokenRewards", "token_rewards", "evidence_rewards", "kept_reward", "rejected_reward", "affirmed_reward",
@@ -216,8 +218,6 @@ def _check_judge_args(strategy: str, cfg: RewardConfig, judge, response_ids, out
     without a judge (R01: the rewards were those of weight 0), a judge that is not ``(model, tokenizer)`` (R05),
     perplexity's ``response_ids`` that are empty for a non-empty output, not integers, or beyond the judge's
     vocabulary (R07, R06; the other strategies do not read them)."""
-    import operator
-
     if judge is None and cfg.judge_weight > 0 and strategy in ("binary", "continuous"):
         raise ValueError(f"judge_weight {cfg.judge_weight} needs a judge: pass judge=(model, tokenizer), e.g. "
                          "load_causal_lm('tiny'), or leave judge_weight at 0")
@@ -246,9 +246,8 @@ def _no_bool() -> bool:
 
 
 def _perplexity(output, correction, tokens, cfg, judge, question, info, response_ids=None) -> TokenRewards:
+    # lazy: torch loads for the perplexity judge only (the rules' rewards and `claw align` stay torch-free)
     from ..models.lm import encode, encode_pair, ids_logprobs, load_causal_lm, pad_token_id
-    from ..prompts import build_prompt, response_text
-    from ..text.tokens import subtoken_spans
 
     model, tok = judge if judge is not None else load_causal_lm("tiny")
     if response_ids is not None and judge is None:  # the default judge: its vocabulary is known only now
