@@ -7,7 +7,7 @@ Run each mode in its own process (peak RSS is per process, ``ru_maxrss``; on a G
 ``torch.cuda.max_memory_allocated``). ``bare``: load the model (the kit's loader and dtype), add the same adapters,
 and run one forward + backward of Hugging Face's own next-token loss (``labels=``) on a batch of the shape a step
 trains on (``--batch-size`` rows of ``--tokens`` tokens): the model's weights plus the activations of that pass,
-nothing else (no optimizer, no teacher, no sampling). ``kit``: one step of ``claw_lib.rl.ppo.train`` (combined, teacher user, real-world questions) with the
+nothing else (no optimizer, no teacher, no sampling). ``kit``: one step of ``claw_lib.rl.run.train`` (combined, teacher user, real-world questions) with the
 same model, batch and adapters, plus its evaluation. The ratio kit / bare is the overhead of the kit's loop (the
 issue's target: at most 1.5). Prints one Markdown line per run.
 """
@@ -45,7 +45,7 @@ def bare(model: str, device: str, batch: int, tokens: int, rank: int) -> dict:
 
 def kit(model: str, device: str, batch: int, tokens: int, rank: int) -> dict:
     from claw_lib.config import PPOConfig, TaskConfig
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     t = time.perf_counter()
     cfg = PPOConfig(model=model, device=device, strategy="combined", steps=1, batch_size=batch, max_new_tokens=tokens,

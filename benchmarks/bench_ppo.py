@@ -39,7 +39,7 @@ def main(argv=None):
     out = report_path(a)
 
     from claw_lib.config import PPOConfig
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     threads = set_threads(a.threads)
     lines = [f"PPO step on the tiny GPT, batch {a.batch_size}, {a.steps - 1} timed steps, {threads} torch thread(s), "

@@ -26,7 +26,7 @@ def _spin(stop):
 
 def step_seconds(strategy: str, steps: int, threads: int) -> float:
     from claw_lib.config import PPOConfig
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     cfg = PPOConfig(strategy=strategy, steps=steps, batch_size=16, eval_every=0, progress=False, device="cpu",
                     threads=threads)

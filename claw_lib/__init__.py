@@ -26,10 +26,11 @@ brackets)::
     │   ├── rewards.py       binary, continuous, perplexity, sentence token rewards; fusion
     │   ├── mapping.py       word rewards onto the policy's action tokens
     │   ├── shaping.py       positive shaping, decayed credit, confidence, aggregation
-    │   ├── judges.py        next-state judges: score votes and hints (rule-based or any LLM)
+    │   ├── judges.py        next-state judges: votes and hints (rule, local LLM, URL; make_judge)
     │   ├── opd.py           OpenClaw-RL: Binary RL, hindsight OPD, combined; distillation losses
     │   ├── reviser.py       an instruct LM rewrites the output as the correction wants; align output <-> revision [10 11]
     │   ├── reviser_lm.py    the LMs behind it: a local HF model, an OpenAI-compatible URL, a cache of replies
+    │   ├── endpoint.py      an OpenAI-compatible URL, checked once (GET /v1/models): reviser and judge
     │   ├── baselines.py     what the reviser is measured against: last content word, edit distance, contrast
     │   └── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
@@ -42,7 +43,8 @@ brackets)::
     │   └── peft_lora.py     LoRA through PEFT for real models; adapters saved in PEFT's format
     ├── rl/              4. PPO and its ablations                                              [08-10]
     │   ├── core.py          GAE, KL estimators, clipped surrogate, value head
-    │   ├── strategies.py    one row per strategy; plan(cfg): what every stage does for it (torch-free)
+    │   ├── strategies.py    a row per strategy and per driver; plan(cfg, driver): what each stage does (torch-free)
+    │   ├── driver.py        the seam the loop, the TRL engine and the server feed the stages by: Rollout, TaskView
     │   ├── ppo.py           the stages: rollout -> compute_signals -> compute_advantages -> ppo_update
     │   ├── run.py           the loop (train), its folder, checkpoint, resume, metrics files; a TRL run's folder
     │   ├── events.py        TensorBoard event files beside metrics.csv

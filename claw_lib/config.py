@@ -88,6 +88,8 @@ KL_ESTIMATORS = ("k1", "k3", "low_var_kl")
 QUESTION_KINDS = ("single", "pair")
 #: the OPD teacher: a frozen copy of the initial policy or the live policy (``OPDConfig.teacher``)
 TEACHERS = ("frozen", "live")
+#: what a judge setting names (:func:`judge_kind`): the rule judge, an OpenAI-compatible URL, a local instruct model
+JUDGE_KINDS = ("rule", "url", "model")
 #: a tool chain's per-step reward (``TaskConfig.chain_reward``, :func:`claw_lib.toy.chains.chain_rewards`)
 CHAIN_REWARDS = ("outcome", "outcome+prm")
 #: which hint candidate becomes the hint (``OPDConfig.hint_selection``)
@@ -805,16 +807,32 @@ def _validate_together(flat: Dict[str, Any]) -> None:
             raise ValueError(f"task.relations must be a non-empty tuple of {FACT_RELATIONS}, got {rel!r}")
 
 
+def is_url(spec) -> bool:
+    """Whether a model setting (a judge, a reviser) names an OpenAI-compatible endpoint (``http://`` or ``https://``)
+    rather than a local model."""
+    return isinstance(spec, str) and spec.strip().startswith(("http://", "https://"))
+
+
+def judge_kind(spec, setting: str = "opd.judge") -> str:
+    """What a judge setting (``opd.judge``, ``claw serve --judge``) names, one of :data:`JUDGE_KINDS`: "rule" (the
+    toy world's rule judge), "url" (an OpenAI-compatible endpoint) or "model" (a local instruct model: a Hugging Face
+    name or folder). The one reading of the setting: the judge factory
+    (:func:`claw_lib.signals.judges.make_judge`), the validators and ``claw train`` ask it. An empty one or a
+    non-string: ValueError naming ``setting``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"{setting} must be 'rule', a local model (name or path) or an http(s):// URL, got {spec!r}")
+    return "rule" if spec.strip() == "rule" else "url" if is_url(spec) else "model"
+
+
 def _validate_judge(flat: Dict[str, Any]) -> None:
     """opd.judge: a non-empty name, path or URL, read by the strategies a judge scores (not the token rewards);
     opd.judge_model only with a URL judge."""
     judge, model = flat.get("opd.judge", "rule"), flat.get("opd.judge_model", "")
-    if not isinstance(judge, str) or not judge.strip():
-        raise ValueError(f"opd.judge must be 'rule', a local model (name or path) or an http(s):// URL, got {judge!r}")
+    kind = judge_kind(judge)
     if not isinstance(model, str):
         raise TypeError(f"opd.judge_model must be a string, got {model!r}")
-    if model.strip() and not judge.strip().startswith(("http://", "https://")):
+    if model.strip() and kind != "url":
         raise ValueError(f"opd.judge_model names the model asked for at a judge URL; opd.judge {judge!r} is not a URL")
-    if judge.strip() != "rule" and flat.get("strategy") in REWARD_STRATEGIES:
+    if kind != "rule" and flat.get("strategy") in REWARD_STRATEGIES:
         raise ValueError(f"opd.judge {judge!r} reads the next state for binary_rl, opd, opd_kl and combined; strategy "
                          f"{flat['strategy']!r} takes its rewards from the alignment or the perplexity judge")

@@ -92,7 +92,7 @@ def run_config(engine: str, cfg) -> dict:
     history itself, the engine, strategy, total seconds and the peak memory (GPU: max_memory_allocated)."""
     import torch
 
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     strategy, device = cfg.strategy, cfg.device
     cuda = device.startswith("cuda")

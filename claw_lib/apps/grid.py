@@ -3,7 +3,6 @@
 
 It sits in ``apps/`` because a grid may start the TRL engine (:mod:`claw_lib.integrations`), which lies above
 ``rl/``; the reading of the results (tables, paired differences, curves) stays in :mod:`claw_lib.rl.ablation`.
-The old name ``claw_lib.rl.ablation.reproduce`` stays importable.
 
 A grid's folder holds ``ablation.csv`` (one row per run, and per persona of a joint run), ``ablation.md``,
 ``curves.json`` and ``curves_<setting>.png``; while the grid runs, :data:`PARTIAL` holds its finished runs (a grid

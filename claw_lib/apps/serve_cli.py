@@ -25,14 +25,14 @@ SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     """The flags of ``claw serve`` (the ``claw`` parser registers the command: claw_lib.apps.cli.COMMANDS)."""
-    from ..serve.config import CONTEXTS, SERVE_STRATEGIES, ServeConfig, _default_ppo
+    from ..serve.config import CONTEXTS, SERVE_STRATEGIES, ServeConfig, default_ppo
 
     tmp = argparse.ArgumentParser(add_help=False)
     add_train_args(tmp)  # the same flags, defaults and help as claw train; the subset below is kept
     for action in tmp._actions:
         if action.option_strings and action.option_strings[0] in SERVE_TRAIN_FLAGS:
             p._add_action(action)
-    base = _default_ppo()
+    base = default_ppo()
     p.set_defaults(**{TRAIN_FLAGS["--strategy"]: base.strategy, TRAIN_FLAGS["--batch-size"]: base.batch_size})
     for action in p._actions:
         if action.dest == "strategy":
@@ -58,10 +58,10 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 
 def serve_config(a):
     """The ServeConfig of parsed ``claw serve`` arguments (checked: one-line ValueError naming the flag)."""
-    from ..serve.config import ServeConfig, _default_ppo, check_serve_config
+    from ..serve.config import ServeConfig, default_ppo, check_serve_config
 
     paths = {TRAIN_FLAGS[f]: getattr(a, TRAIN_FLAGS[f]) for f in SERVE_TRAIN_FLAGS}
-    ppo = override(_default_ppo(), paths)
+    ppo = override(default_ppo(), paths)
     cfg = ServeConfig(ppo=ppo, train=not a.no_train, **{name: getattr(a, name) for name in SERVE_FLAGS.values()})
     try:
         return check_serve_config(cfg)

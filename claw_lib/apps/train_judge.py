@@ -1,15 +1,15 @@
 """``claw train --judge MODEL|URL``: a real judge for Binary RL's votes and OPD's hints in training.
 
-The judge is the live server's (:func:`claw_lib.serve.loops.make_judge`): a local Hugging Face instruct model
-(:class:`~claw_lib.signals.judges.LLMJudge`, ``opd.m`` sampled votes of at most 512 new tokens at temperature 0.6)
-or any OpenAI-compatible endpoint (:class:`~claw_lib.serve.remote_judge.RemoteJudge`: vLLM, SGLang, another
+The judge comes from the kit's one judge factory, the live server's too (:func:`claw_lib.signals.judges.make_judge`):
+a local Hugging Face instruct model (:class:`~claw_lib.signals.judges.LLMJudge`, ``opd.m`` sampled votes of at most
+512 new tokens at temperature 0.6) or any OpenAI-compatible endpoint (:class:`~claw_lib.signals.judges.RemoteJudge`: vLLM, SGLang, another
 ``claw serve``, a hosted API), asked with OpenClaw-RL's prompts. The setting lives in the config tree
 (``opd.judge``, ``opd.judge_model``, ``opd.m``), so a run's config.json says which judge scored it and a resumed
 run with another judge is refused (:func:`claw_lib.rl.run.train` compares the settings).
 
 The training loops sit below the server in the package's layers, so the judge is built here and handed to them
-(``train(cfg, judge=...)``, ``train_trl(cfg, judge=...)``). A local model that is not on disk is refused at once
-(its tokenizer is read); the model itself loads when the first turn is judged (:class:`LazyJudge`), after the
+(``train(cfg, judge=...)``, ``train_trl(cfg, judge=...)``). A URL that does not answer ``/v1/models`` is refused at
+once (R4-09), and so is a local model that is not on disk (its tokenizer is read); the model itself loads when the first turn is judged (:class:`LazyJudge`), after the
 run's folder and settings were checked. It is a frozen copy of its own, even when it names the policy's model (as
 upstream's judge server), and each process of a TRL run loads one. A vote that fails (an unreachable URL, an
 answer without ``\\boxed{}``, a judge that raises) is a failed vote: the turn's score is 0 and it gives no hint,
@@ -21,14 +21,14 @@ from __future__ import annotations
 import warnings
 from typing import Callable, List, Optional
 
-from ..signals.judges import HintVote, Vote
+from transformers import AutoTokenizer
 
-__all__ = ["training_judge", "LazyJudge", "is_url"]
+from ..config import judge_kind
+from ..models.lm import TINY_LM_DIR
+from ..models.loading import check_causal_lm_folder, from_pretrained_offline
+from ..signals.judges import HintVote, Vote, make_judge
 
-
-def is_url(spec: str) -> bool:
-    """Whether a judge setting names an OpenAI-compatible endpoint (http:// or https://)."""
-    return spec.strip().startswith(("http://", "https://"))
+__all__ = ["training_judge", "LazyJudge"]
 
 
 class LazyJudge:
@@ -69,11 +69,6 @@ class LazyJudge:
 def _check_local(spec: str) -> None:
     """Refuse (ModelNotAvailableError) a local judge that is not on disk, before any run starts: its tokenizer is
     read (a second or so), the model only when the first turn is judged."""
-    from transformers import AutoTokenizer
-
-    from ..models.lm import TINY_LM_DIR
-    from ..models.loading import check_causal_lm_folder, from_pretrained_offline
-
     path = TINY_LM_DIR if spec == "tiny" else spec
     check_causal_lm_folder(path, what="judge")
     from_pretrained_offline(AutoTokenizer, path)
@@ -81,14 +76,15 @@ def _check_local(spec: str) -> None:
 
 def training_judge(cfg) -> Optional[LazyJudge]:
     """The judge ``cfg.opd.judge`` names for a training run (``cfg``: a PPOConfig), or None for "rule" (the toy
-    world's rule judge, the loops' default). A local model not on disk: ModelNotAvailableError at once."""
-    from ..serve.config import ServeConfig
-    from ..serve.loops import make_judge
-
-    spec = cfg.opd.judge.strip()
-    if spec == "rule":
+    world's rule judge, the loops' default). A local model not on disk: ModelNotAvailableError at once; a URL that
+    does not answer ``/v1/models``: ValueError at once (the URL judge is built here, the local one on first use)."""
+    spec, o = cfg.opd.judge.strip(), cfg.opd
+    kind = judge_kind(spec)
+    if kind == "rule":
         return None
-    if not is_url(spec):
-        _check_local(spec)
-    serve_cfg = ServeConfig(ppo=cfg, judge=spec, judge_model=cfg.opd.judge_model)
-    return LazyJudge(lambda: make_judge(serve_cfg), spec, cfg.opd.m)
+    make = lambda: make_judge(spec, o.judge_model, o.m, cfg.device, cfg.seed)  # noqa: E731
+    if kind == "url":
+        built = make()
+        return LazyJudge(lambda: built, spec, o.m)
+    _check_local(spec)
+    return LazyJudge(make, spec, o.m)

@@ -1,6 +1,6 @@
 """The kit's signals in TRL's ``GRPOTrainer``: one more engine for the same runs (docs/trl.md).
 
-The kit's loop (:func:`claw_lib.rl.ppo.train`) is small enough to read in one sitting; TRL 1.16 brings
+The kit's loop (:func:`claw_lib.rl.run.train`) is small enough to read in one sitting; TRL 1.16 brings
 what a real model needs: several GPUs and nodes through ``accelerate`` (DDP, FSDP, DeepSpeed), vLLM
 generation and PEFT adapters. This module runs the kit's signals inside TRL **without re-implementing
 any of them**:
@@ -17,7 +17,7 @@ any of them**:
   model with its adapter disabled (no second copy of the weights).
 * :func:`grpo_config` maps a :class:`~claw_lib.config.PPOConfig` onto a ``GRPOConfig``;
   :func:`make_trainer` and :func:`train_trl` run a whole training with the kit's settings and write
-  the same ``metrics.jsonl`` / ``metrics.csv`` columns as :func:`claw_lib.rl.ppo.train`
+  the same ``metrics.jsonl`` / ``metrics.csv`` columns as :func:`claw_lib.rl.run.train`
   (:data:`claw_lib.rl.ppo.METRICS`), with the same ``eval/score`` (greedy answers to the same fixed
   evaluation prompts, :func:`claw_lib.toy.evaluation.evaluate_policy`), so runs compare across engines.
 
@@ -92,7 +92,7 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
                       "pip install 'trl==1.16.*' 'accelerate>=1.0' (or the kit's dev extra)") from e
 
 from ..config import TEACHERS, PPOConfig, override
-from ..models.lm import logprobs_from_batch, pack, pad_token_id, peak_memory_gib
+from ..models.lm import logprobs_from_batch, pad_token_id, peak_memory_gib
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
 from ..models.lora import count_parameters, has_lora
 from ..models.peft_lora import save_run_adapter, trl_peft_config
@@ -101,21 +101,21 @@ from ..rl.ppo import (
     LOSSES,
     OPD_HEALTH,
     Advantages,
-    Rollout,
     Scorer,
     Signals,
     compute_advantages,
     compute_signals,
-    _minibatch,
+    minibatch,
     decode_response,
     prepare_policy,
 )
-from ..rl.run import _check_finite, _write_metrics, check_judge, eval_tokens
+from ..rl.run import check_finite, write_metrics, check_judge, eval_tokens
 from ..rl.samples import append_records, evaluate_recorded, rollout_records
+from ..rl.driver import Rollout, make_rollout
 from ..rl.strategies import TRL_STRATEGIES, plan
 from ..signals.opd import frozen_teacher
 from ..signals.reviser import wants_base
-from ..toy.users import Feedback, Task
+from ..toy.env import Feedback, Task
 from ..utils import atomic_write, set_threads
 
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
@@ -238,25 +238,13 @@ class ClawGRPOTrainer(GRPOTrainer):
     # ------------------------------------------------------------------ set-up
     @staticmethod
     def _check_settings(cfg: PPOConfig, args: GRPOConfig, teacher: str) -> None:
-        p = plan(cfg)  # checks the strategy, the distillation loss and the aggregation
+        # the strategy, the distillation loss, the aggregation, and what the engine cannot supply (strategies.DRIVERS)
+        p = plan(cfg, "trl")
         kit_loss = p.loss_family in KIT_LOSSES  # opd_kl and the v2 hybrid: the kit's loss functions (_kit_loss)
-        if p.trl_signal:
-            raise ValueError(p.trl_signal.format(signals=SIGNALS))
-        if cfg.task.user in ("tool-chain", "joint"):
-            raise ValueError(f"task.user {cfg.task.user!r} (episodes of several calls, or several personas) runs in the "
-                             "kit's loop only: use claw_lib.rl.ppo.train")
-        if cfg.opd.hint_selection == "overlap":
-            raise ValueError("opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k) runs "
-                             "in the kit's loop only: use claw_lib.rl.ppo.train")
-        if p.trl_loss:
-            raise ValueError(p.trl_loss)
         if kit_loss and (p.loss.kl_coef or args.beta):
             raise ValueError(f"the TRL engine computes {cfg.strategy}'s {cfg.loss.distill} loss with the kit's loss "
                              "function, which takes no KL-to-reference term there (loss.kl_coef 0, as every upstream "
-                             "script): use claw_lib.rl.ppo.train for both")
-        if cfg.advantage not in ("direct", "grpo"):
-            raise ValueError(f"the TRL engine supports advantage 'direct' and 'grpo', got {cfg.advantage!r} "
-                             "(gae needs the kit's value head: use claw_lib.rl.ppo.train)")
+                             "script): use claw_lib.rl.run.train for both")
         if teacher not in TEACHERS:
             raise ValueError(f"teacher must be {' or '.join(map(repr, TEACHERS))}, got {teacher!r}")
         agg = p.loss.loss_agg
@@ -300,7 +288,6 @@ class ClawGRPOTrainer(GRPOTrainer):
     # ------------------------------------------------------------------ TRL batch -> the kit's stages
     def _rollout(self, inputs, out, feedback: List[Feedback]) -> Rollout:
         """A :class:`~claw_lib.rl.ppo.Rollout` of this process's rows, from TRL's tensors."""
-        dev = out["completion_ids"].device
         p_ids, p_mask = out["prompt_ids"], out["prompt_mask"].bool()
         c_ids, c_mask = out["completion_ids"], out["completion_mask"]
         prompt_ids = [row[m].tolist() for row, m in zip(p_ids, p_mask)]
@@ -312,18 +299,18 @@ class ClawGRPOTrainer(GRPOTrainer):
                 old, _, _ = self._get_per_token_logps_and_entropies(
                     self.model, torch.cat([p_ids, c_ids], 1), torch.cat([out["prompt_mask"], c_mask], 1),
                     c_ids.size(1), batch_size=self.args.per_device_train_batch_size)
-        batch = pack(prompt_ids, response_ids, pad_token_id(self.processing_class)).to(dev)
-        T = batch.response_mask.shape[1]
-        logprobs = old[:, :T].float().masked_fill(~batch.response_mask, 0.0)
-        ref = out.get("ref_per_token_logps")
-        ref = ref[:, :T].float().masked_fill(~batch.response_mask, 0.0) if ref is not None else None
         tasks = [self.tasks[int(x["task_index"])] for x in inputs]
         texts = [decode_response(self.processing_class, ids) for ids in response_ids]
-        k, old_topk = plan(self.cfg).old_topk, None
-        if k:  # the top-k losses: the sampling policy's k most likely ids per position, as the kit's rollout keeps
-            with torch.no_grad():
-                _, old_topk = logprobs_from_batch(self.model, batch, temperature=self.cfg.temperature, topk=k)
-        return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref, feedback, old_topk)
+        k = plan(self.cfg).old_topk
+
+        @torch.no_grad()
+        def top_ids(batch):  # the top-k losses: the sampling policy's k most likely ids per position, as the loop keeps
+            return None, None, (logprobs_from_batch(self.model, batch, temperature=self.cfg.temperature, topk=k)[1]
+                                if k else None)
+
+        return make_rollout(tasks, prompt_ids, response_ids, texts, feedback, pad_token_id(self.processing_class),
+                            out["completion_ids"].device, logprobs=old, ref_logprobs=out.get("ref_per_token_logps"),
+                            score=top_ids)
 
     def _install(self, out, ro: Rollout, adv: Advantages) -> None:
         """The kit's advantages and mask into TRL's batch dict (collectives: every process calls it)."""
@@ -393,13 +380,13 @@ class ClawGRPOTrainer(GRPOTrainer):
 
     def _kit_loss(self, model, inputs, family: str):
         """The kit loop's loss (:data:`claw_lib.rl.ppo.LOSSES`) on the rows of this chunk of the generation batch
-        (``claw_row``, which TRL shuffled and split): the kit's own minibatch of them (:func:`claw_lib.rl.ppo._minibatch`:
+        (``claw_row``, which TRL shuffled and split): the kit's own minibatch of them (:func:`claw_lib.rl.ppo.minibatch`:
         the policy's forward on the packed rows at the rollout temperature, the hinted teacher's on its prompts, the
         rollout's log-probs and top-k ids), so both engines compute one implementation. Logs the policy's entropy and
         the clip shares as TRL's ``entropy`` and ``clip_ratio/region_mean`` (and ``topk_clipfrac`` for the hybrid)."""
         rows = inputs["claw_row"]
         ro, sig, adv = self.last_rollout, self.last_signals, self.last_advantages
-        mb, _, _ = _minibatch(model, ro, sig, adv, self.cfg, rows, None, self.scorer.teacher, ro.old_topk)
+        mb, _, _ = minibatch(model, ro, sig, adv, self.cfg, rows, None, self.scorer.teacher, ro.old_topk)
         loss, clip = LOSSES[family](mb, plan(self.cfg).loss, self.cfg)
         metrics = self._metrics["train"]
         with torch.no_grad():
@@ -432,7 +419,7 @@ class ClawGRPOTrainer(GRPOTrainer):
         self.history.append(metrics)
         if self.out_dir and self.accelerator.is_main_process:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            _write_metrics(self.out_dir, self.history)
+            write_metrics(self.out_dir, self.history)
             if "eval/score" in metrics:  # the answers behind it
                 append_records(self.out_dir / "eval.jsonl", metrics["step"], getattr(self, "_eval_answers", []))
 
@@ -468,7 +455,7 @@ class ClawGRPOTrainer(GRPOTrainer):
             return
         # the kit loop's NaN stop: weights that became NaN or inf stop here, naming the options, not inside
         # TRL's sampler at the next step (ET12)
-        _check_finite(self.model, None, self.cfg, self.state.global_step // cycle)
+        check_finite(self.model, None, self.cfg, self.state.global_step // cycle)
         step, total = self.state.global_step // cycle, max(self.args.max_steps // cycle, 1)
         m = {"step": step, **self._step_metrics, "policy/loss": float(logs["loss"]),
              "timing/update_s": time.perf_counter() - self._update_t0,
@@ -525,7 +512,7 @@ _GRPO_FIELDS = {f.name for f in dataclasses.fields(GRPOConfig)}
 
 def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_processes: Optional[int] = None,
                 **overrides) -> GRPOConfig:
-    """The ``GRPOConfig`` that trains like ``claw_lib.rl.ppo.train(cfg)``.
+    """The ``GRPOConfig`` that trains like ``claw_lib.rl.run.train(cfg)``.
 
     One kit step = one generation batch of ``cfg.batch_size`` completions over all processes:
     ``cfg.batch_size / num_generations`` prompts with ``num_generations`` completions each (TRL needs
@@ -580,7 +567,7 @@ def grpo_config(cfg: PPOConfig, output_dir=None, num_generations: int = 2, num_p
 def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
                  peft_config=None, model=None, tokenizer=None, grpo_args: Optional[Dict] = None,
                  judge=None) -> ClawGRPOTrainer:
-    """A :class:`ClawGRPOTrainer` for the toy world with the settings of ``claw_lib.rl.ppo.train(cfg)``.
+    """A :class:`ClawGRPOTrainer` for the toy world with the settings of ``claw_lib.rl.run.train(cfg)``.
 
     The prompts of step k are the first ``batch_size / num_generations`` tasks the kit's loop would
     sample at step k (``FactEnv`` re-seeded with ``seed * 100_003 + k``); the user answering them is
@@ -639,7 +626,7 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
 
 def train_trl(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teacher: Optional[str] = None,
               peft_config=None, grpo_args: Optional[Dict] = None, judge=None) -> List[Dict]:
-    """Train with TRL as ``claw_lib.rl.ppo.train(cfg, out_dir)`` trains with the kit's loop; returns
+    """Train with TRL as ``claw_lib.rl.run.train(cfg, out_dir)`` trains with the kit's loop; returns
     the per-step metrics (step 0: the evaluation before training), also written to ``out_dir``
     (``metrics.jsonl``, ``metrics.csv``, ``config.json``, and ``engine.json`` with TRL's settings) by
     the main process. Launch with ``accelerate launch`` for several processes (docs/trl.md). judge: as

@@ -2,8 +2,7 @@
 
 Every loader in the kit goes through :func:`from_pretrained_offline`: a local folder, or a Hugging
 Face name already in the local cache, else one :class:`ModelNotAvailableError` that says what to
-do. The two offline encoders' names are resolved by :mod:`claw_lib.models.offline` (their old names here stay
-importable).
+do. The two offline encoders' names are resolved by :mod:`claw_lib.models.offline`.
 """
 from __future__ import annotations
 
@@ -155,12 +154,3 @@ def check_causal_lm_folder(folder, what: str = "model", verify: bool = True) -> 
         raise ModelNotAvailableError(
             f"the {what} folder {folder} holds {kind}, not a causal language model: it has no trained LM head, so its "
             "log-probs would be noise; give a decoder model ('tiny', or a *ForCausalLM checkpoint)")
-
-
-def __getattr__(name: str):
-    """The offline encoders' names by their old path (``from claw_lib.models.loading import resolve_encoder_path``)."""
-    if name in ("E5_NAMES", "MINILM_NAMES", "resolve_encoder_path"):
-        from . import offline
-
-        return getattr(offline, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

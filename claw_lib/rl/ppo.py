@@ -50,32 +50,40 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from ..config import PPOConfig
+from ..alignment import encoders  # load_encoder looked up at each call (a test may replace it)
 from ..config import PPO_STRATEGIES as STRATEGIES
+from ..config import PPOConfig, lr_warning, resolve_for_model, validate
 from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, scaled_logits
+from ..models.lora import AdapterDisabled, count_parameters
+from ..models.peft_lora import add_adapters
 from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
-from ..prompts import teacher_prompt
+from ..signals.judges import hint_candidates
+from ..signals.mapping import policy_token_rewards
 from ..signals.opd import (
     binary_rl_advantages,
     clipped_topk_opd,
     combined_advantages,
     failed_share,
+    frozen_teacher,
     generalized_jsd,
     judge_turn,
     opd_advantages,
+    overlap_choice,
     teacher_temperature,
     topk_reverse_kl,
     unrelated_hint,
 )
-from ..text.corrections import guess_lang
-from ..toy.users import Feedback, Task
+from ..signals.reviser import batch_rewards, run_reviser, wants_base
+from ..text.corrections import clean_correction, guess_lang
+from ..text.langs import LanguageMismatchWarning
+from ..toy.env import step_rewards
+from .driver import Rollout, make_rollout, signal_tensors
 from .core import aggregate_loss, clipped_surrogate, gae, kl_estimate, reward_to_go
 from .strategies import Plan, plan
-from .strategies import check as _check  # noqa: F401  (the old name of strategies.check)
 
 __all__ = ["PPOConfig", "STRATEGIES", "METRICS", "Rollout", "Scorer", "Signals", "Advantages", "rollout",
-           "compute_signals", "compute_advantages", "ppo_update", "train", "decode_response", "prepare_policy",
-           "needs_reference"]
+           "compute_signals", "compute_advantages", "ppo_update", "decode_response", "prepare_policy",
+           "needs_reference", "minibatch"]
 
 #: Glossary of every logged metric.
 METRICS = {
@@ -118,34 +126,6 @@ METRICS = {
 
 
 # --------------------------------------------------------------------------- 1. rollout
-@dataclass
-class Rollout:
-    """One batch of interactions (shapes in the module docstring).
-
-    tasks: the B questions; prompt_ids / response_ids: their token ids (the responses are the
-    policy's actions, eos included when generated; an empty sample is one eos); texts: the decoded
-    responses the user read; batch: prompt + response packed (on the policy's device); logprobs,
-    ref_logprobs: (B, T); feedback: the user's reply (the next state) and score per response; old_topk: the
-    sampling policy's most likely ids at each response position and their log-probs, ((B, T, K) long,
-    (B, T, K) float), when the step needs them (:attr:`~claw_lib.rl.strategies.Plan.old_topk`), else None.
-    """
-
-    tasks: List[Task]
-    prompt_ids: List[List[int]]
-    response_ids: List[List[int]]
-    texts: List[str]
-    batch: Batch
-    logprobs: torch.Tensor
-    ref_logprobs: Optional[torch.Tensor]
-    feedback: List[Feedback]
-    old_topk: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
-
-    @property
-    def scores(self) -> List[float]:
-        """The user's score of each response, in [0, 1]."""
-        return [f.score for f in self.feedback]
-
-
 def decode_response(tokenizer, ids: List[int]) -> str:
     """The text a user reads for response ids: eos and special tokens dropped, whitespace stripped."""
     return tokenizer.decode([t for t in ids if t != tokenizer.eos_token_id], skip_special_tokens=True).strip()
@@ -171,18 +151,21 @@ def rollout(policy, tokenizer, env, cfg: PPOConfig, step: int, ref=None) -> Roll
                     temperature=cfg.temperature, seed=seed)
     response_ids = [g.ids or [tokenizer.eos_token_id] for g in gens]  # an empty sample: one eos action
     prompt_ids = [encode(tokenizer, t.prompt) for t in tasks]
-    dev = next(policy.parameters()).device
-    batch = pack(prompt_ids, response_ids, tokenizer.pad_token_id).to(dev)
     temp = cfg.temperature  # log-probs of the distribution that was sampled, as upstream
     p = plan(cfg)
-    logprobs, old_topk, k = None, None, p.old_topk
-    if p.old_logprobs:  # (B, T), and the top-k pair ((B, T, k), (B, T, k)) from the same forward
-        logprobs, old_topk = logprobs_from_batch(policy, batch, temperature=temp, topk=k) if k else \
-            (logprobs_from_batch(policy, batch, temperature=temp), None)
-    ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None        # (B, T)
+
+    def score(batch):
+        logprobs, old_topk, k = None, None, p.old_topk
+        if p.old_logprobs:  # (B, T), and the top-k pair ((B, T, k), (B, T, k)) from the same forward
+            logprobs, old_topk = logprobs_from_batch(policy, batch, temperature=temp, topk=k) if k else \
+                (logprobs_from_batch(policy, batch, temperature=temp), None)
+        ref_logprobs = logprobs_from_batch(ref, batch, temperature=temp) if ref is not None else None    # (B, T)
+        return logprobs, ref_logprobs, old_topk
+
     texts = [decode_response(tokenizer, ids) for ids in response_ids]
     feedback = [env.step(t, x) for t, x in zip(tasks, texts)]
-    return Rollout(tasks, prompt_ids, response_ids, texts, batch, logprobs, ref_logprobs, feedback, old_topk)
+    return make_rollout(tasks, prompt_ids, response_ids, texts, feedback, tokenizer.pad_token_id,
+                        next(policy.parameters()).device, score=score)
 
 
 # --------------------------------------------------------------------------- 2. signals
@@ -210,12 +193,8 @@ class Scorer:
         ``cfg.reward.align`` for alignment strategies, the reference as perplexity judge."""
         encoder, s = None, plan(cfg).strategy
         if s.encoder:
-            from ..alignment.encoders import load_encoder
-
             a = cfg.reward.align
-            encoder = load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
-        from ..signals.reviser import run_reviser
-
+            encoder = encoders.load_encoder(a.encoder, a.layer, str(next(policy.parameters()).device))
         return cls(tokenizer, teacher=policy if cfg.opd.teacher == "live" else ref, encoder=encoder,
                    judge_lm=(ref, tokenizer) if s.judge_lm else None, reviser=run_reviser(cfg, ref, tokenizer))
 
@@ -239,15 +218,10 @@ class Signals:
 def _token_reward_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     """Alignment / perplexity rewards on each response's own action tokens (onto sub-tokens as
     ``cfg.subtokens`` says)."""
-    from ..signals.mapping import policy_token_rewards
-    from ..signals.reviser import batch_rewards
-    from ..text.corrections import clean_correction
-    from ..text.langs import LanguageMismatchWarning
-
     if scorer.encoder is not None:  # every text of the batch in a few padded encoder passes
         nexts = [clean_correction(f.next_state).text if cfg.reward.clean else f.next_state for f in ro.feedback]
         scorer.encoder.prefetch(list(ro.texts) + nexts, cfg.reward.align.layer)
-    pairs = [{"output": text, "correction": fb.next_state, "question": t.fact.question()}
+    pairs = [{"output": text, "correction": fb.next_state, "question": t.question}
              for t, text, fb in zip(ro.tasks, ro.texts, ro.feedback)]
     with warnings.catch_warnings():  # a sample in the wrong language is the policy's error, and rewarded as one
         warnings.simplefilter("ignore", LanguageMismatchWarning)
@@ -271,12 +245,12 @@ def _openclaw_rows(ro: Rollout, cfg: PPOConfig, scorer: Scorer):
     if p.hint_overlap:
         sigs = _choose_hints_by_overlap(ro, sigs, cfg, scorer)
     hinted = [b for b, s in enumerate(sigs) if s.hint] if p.strategy.hint else []
-    teacher_ids = {b: encode(tok, task_teacher_prompt(ro.tasks[b], sigs[b].hint, tok)) for b in hinted}
+    teacher_ids = {b: encode(tok, ro.tasks[b].teacher_prompt(sigs[b].hint, tok)) for b in hinted}
     t_temp = teacher_temperature(cfg.opd, cfg.temperature)  # opd.teacher_temperature (None: the rollout's)
     teacher_lps = dict(zip(hinted, ids_logprobs(scorer.teacher, [teacher_ids[b] for b in hinted],
                                                 [ro.response_ids[b] for b in hinted], pad_token_id(tok),
                                                 temperature=t_temp)[0])) if hinted else {}
-    ctl = {b: encode(tok, task_teacher_prompt(ro.tasks[b], unrelated_hint(guess_lang(ro.texts[b], sigs[b].hint), b), tok))
+    ctl = {b: encode(tok, ro.tasks[b].teacher_prompt(unrelated_hint(guess_lang(ro.texts[b], sigs[b].hint), b), tok))
            for b in hinted} if cfg.opd.contrast != "none" else {}  # opd.contrast: the unrelated follow-up's teacher
     control_lps = dict(zip(ctl, ids_logprobs(scorer.teacher, list(ctl.values()), [ro.response_ids[b] for b in ctl],
                                              pad_token_id(tok), temperature=t_temp)[0])) if ctl else {}
@@ -310,25 +284,12 @@ def _turn_row(turn: str, s, tlp: Optional[np.ndarray], old_b: Optional[np.ndarra
     return combined_advantages(s, tlp, old_b, opd_cfg, clp)
 
 
-def task_teacher_prompt(task, hint: str, tokenizer) -> str:
-    """The hinted teacher's prompt for ``task``: the task's own ``teacher_prompt(hint, tokenizer)`` where it has one
-    (a turn served by the live server: its messages with the hint appended, :class:`~claw_lib.serve.engine.ServedTask`),
-    else the question of its fact in the task's prompt form (:func:`~claw_lib.prompts.teacher_prompt`)."""
-    own = getattr(task, "teacher_prompt", None)
-    if own is not None:
-        return own(hint, tokenizer)
-    return teacher_prompt(task.fact.question(), hint, task.fact.lang, tokenizer=tokenizer, form=task.form)
-
-
 @torch.no_grad()
 def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     """The paper's second version's sequence-optimal hint choice, on every turn with more than one candidate
     (:func:`~claw_lib.signals.judges.hint_candidates`): the sampling policy's top-k at each response position
     (``ro.old_topk``, from the rollout's forward) against the teacher's under each candidate (one padded forward of
     all candidates), :func:`~claw_lib.signals.opd.overlap_choice`. Returns the turn signals with the chosen hints."""
-    from ..signals.judges import hint_candidates
-    from ..signals.opd import overlap_choice
-
     o = cfg.opd
     cands = {b: hint_candidates(s.hint_votes, o.min_hint_chars, o.hint_candidates) for b, s in enumerate(sigs) if s.hint}
     multi = [b for b, c in cands.items() if len(c) > 1]
@@ -337,7 +298,7 @@ def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     tok, dev, k = scorer.tokenizer, ro.batch.input_ids.device, o.selection_k
     s_top = _rollout_topk(ro, k)[0][torch.as_tensor(multi, device=dev)]                           # (n, T, k)
     pairs = [(b, h) for b in multi for h in cands[b]]
-    t_ids = [encode(tok, task_teacher_prompt(ro.tasks[b], h, tok)) for b, h in pairs]
+    t_ids = [encode(tok, ro.tasks[b].teacher_prompt(h, tok)) for b, h in pairs]
     tb = pack(t_ids, [ro.response_ids[b] for b, _ in pairs], tok.pad_token_id).to(dev)
     t_top = gather_positions(scorer.teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
                              tb.logit_index).topk(k, -1).indices                                  # (sum M, T', k)
@@ -363,8 +324,6 @@ def _chain_step_rewards(ro: Rollout, sigs, cfg: PPOConfig) -> Optional[np.ndarra
     """The steps of multi-step episodes (the tasks' own answer, :func:`claw_lib.toy.env.step_rewards`; for
     :class:`~claw_lib.toy.chains.ChainStep` the episode's outcome plus, with ``cfg.task.chain_reward ==
     "outcome+prm"``, the judge's vote on the step's next state); None for any other batch."""
-    from ..toy.env import step_rewards
-
     return step_rewards(ro.tasks, ro.scores, [s.score for s in sigs], cfg.task.chain_reward)
 
 
@@ -401,13 +360,7 @@ def compute_signals(ro: Rollout, cfg: PPOConfig, scorer: Scorer) -> Signals:
     else:
         rows, judged, teacher_batch, health = _openclaw_rows(ro, cfg, scorer)
         hints = [s.hint for s in judged]
-    rmask = ro.batch.response_mask
-    A = torch.zeros(rmask.shape, device=rmask.device)
-    M = torch.zeros(rmask.shape, dtype=torch.bool, device=rmask.device)
-    for b, (a, m) in enumerate(rows):
-        A[b, :len(a)] = torch.as_tensor(a, dtype=torch.float32)
-        M[b, :len(m)] = torch.as_tensor(m)
-    M &= rmask
+    A, M = signal_tensors(rows, ro.batch.response_mask)
     v = A[M]
     metrics = {"opd/accepted_fraction": float(np.mean([h is not None for h in hints])),
                "reward/token_mean": float(v.mean()) if v.numel() else 0.0,
@@ -530,7 +483,7 @@ UPDATE_STATS = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", 
                 "kl": "objective/kl", "loss": "policy/loss", "topk_clipfrac": "policy/topk_clipfrac"}
 
 
-def _minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, mb_t, value_head, teacher,
+def minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, mb_t, value_head, teacher,
                old_topk):
     """The policy's forward on the rows ``mb_t`` (and the teacher's, when the plan reads it): (_Minibatch, the
     policy's output, the packed rows)."""
@@ -554,7 +507,7 @@ def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: A
                     mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
     """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms; its stats appended."""
     L = p.loss
-    mb, out, sub = _minibatch(policy, ro, sig, adv, cfg, mb_t, value_head, teacher, old_topk)
+    mb, out, sub = minibatch(policy, ro, sig, adv, cfg, mb_t, value_head, teacher, old_topk)
     loss, clip = LOSSES[p.loss_family](mb, L, cfg)
     kl = kl_estimate(mb.lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
     if L.kl_coef:
@@ -629,13 +582,6 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
     view of the same model with adapters (no copy), a frozen copy when :func:`needs_reference`, else None.
     ``reference=False``: no reference is made (None); ``adapters=False``: none are added (a PEFT adapter's rank
     in ``cfg.lora_rank`` then only picks the learning rate). Returns (resolved cfg, reference)."""
-    import warnings
-
-    from ..config import lr_warning, resolve_for_model, validate
-    from ..models.lora import AdapterDisabled, count_parameters
-    from ..models.peft_lora import add_adapters
-    from ..signals.opd import frozen_teacher
-
     n = count_parameters(policy)
     cfg = resolve_for_model(cfg, n)
     validate(cfg)
@@ -646,24 +592,5 @@ def prepare_policy(policy, cfg: PPOConfig, reference: bool = True, adapters: boo
         # PEFT's or the kit's (cfg.lora_impl); drawn from the run's seed: the same run repeats (LR01)
         add_adapters(policy, cfg.lora_rank, cfg.lora_impl, seed=cfg.seed)
         return cfg, (AdapterDisabled(policy) if reference else None)
-    from ..signals.reviser import wants_base  # the reviser reads with the frozen base
-
+    # the reviser reads with the frozen base (wants_base)
     return cfg, (frozen_teacher(policy) if reference and (needs_reference(cfg) or wants_base(cfg, n)) else None)
-
-
-
-#: the run's names that lived here before the run had a module of its own (:mod:`claw_lib.rl.run`); still
-#: importable from here, so notebooks, tests and tools keep their imports
-_RUN_NAMES = ("train", "_train", "_Run", "_eval_metrics", "eval_tokens", "TrainingDivergedError", "_check_finite",
-              "CheckpointWriteError", "_check_adapter_keys", "_RESUMABLE", "_RUN_FILES", "_legacy_run_files", "_differ",
-              "_check_resolved", "_previous_run", "_config_from_dict", "_load_checkpoint", "_write_metrics")
-
-
-def __getattr__(name: str):
-    """The run's old names (:data:`_RUN_NAMES`), looked up in :mod:`claw_lib.rl.run` when first asked for (the run
-    imports the stages, so the stages import the run only on demand: no import circle)."""
-    if name in _RUN_NAMES:
-        from . import run
-
-        return getattr(run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

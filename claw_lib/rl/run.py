@@ -8,12 +8,10 @@
 * :class:`_Run` holds a run's state between steps and writes its files (``metrics.jsonl``, ``metrics.csv``,
   TensorBoard's ``tensorboard/`` (:mod:`claw_lib.rl.events`), ``config.json``, ``checkpoint.pt`` every
   ``save_every`` steps: sampling is seeded per step, so a resumed run repeats the uninterrupted one);
-* :func:`_check_finite` stops a run whose weights became NaN or inf (:class:`TrainingDivergedError`, naming the
-  settings to lower), :func:`_write_metrics` writes the metrics files; the TRL engine
+* :func:`check_finite` stops a run whose weights became NaN or inf (:class:`TrainingDivergedError`, naming the
+  settings to lower), :func:`write_metrics` writes the metrics files; the TRL engine
   (:mod:`claw_lib.integrations.trl`) and the live server (:mod:`claw_lib.serve`) use both, and
   :func:`trl_run_folder` claims a TRL run's folder as :func:`train` claims the kit's.
-
-The old names stay importable from :mod:`claw_lib.rl.ppo`.
 """
 from __future__ import annotations
 
@@ -28,20 +26,26 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
-from ..config import PPOConfig, SettingError, from_dict
+from .. import utils  # resolve_device, set_threads looked up at each call (a test may replace them)
+from ..config import PER_MODEL, PPOConfig, SettingError, flatten, from_dict, validate
+from ..models import lm  # load_causal_lm looked up at each call (a test may replace it)
 from ..models.lm import peak_memory_gib
+from ..models.lora import trainable_state_dict
 from ..models.peft_lora import ADAPTER_DIR, save_run_adapter
-from ..toy.users import Task
+from ..toy.env import Task
+from ..toy.envs import make_env
+from ..utils import OutputFolder, atomic_write
 from .core import ValueHead
 from . import ppo  # the stages, looked up at each call (a notebook or test may replace one)
 from .ppo import Scorer
-from .fit import eval_tokens
+from .fit import check_fits, eval_tokens
 from .events import TB_DIR, write_events
 from .samples import RECORD_FILES, append_records, evaluate_recorded, rollout_records, trim_records
 
 __all__ = ["train", "eval_tokens", "TrainingDivergedError", "CheckpointWriteError", "trl_run_folder",
-           "TRL_RUN_FILES", "RunFolderTaken", "check_judge"]
+           "TRL_RUN_FILES", "RunFolderTaken", "check_judge", "check_finite", "write_metrics"]
 
 
 def _eval_metrics(policy, tok, env, tasks, cfg: PPOConfig, out: Optional[Path] = None, step: int = 0) -> Dict[str, float]:
@@ -68,9 +72,6 @@ def train(cfg: PPOConfig, out_dir=None, stop_after: Optional[int] = None, force:
     the differing settings) unless ``force``, which starts over there. stop_after: stop (as if
     interrupted) after this many steps of this call (for tests).
     """
-    from ..config import validate
-    from ..utils import OutputFolder
-
     validate(cfg)
     check_judge(cfg, judge)
     if out_dir is None:
@@ -91,8 +92,6 @@ def check_judge(cfg: PPOConfig, judge) -> None:
 def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
     """The loop: from ``run.start_step`` to ``cfg.steps``, the four stages of :mod:`claw_lib.rl.ppo`, the NaN stop,
     the metrics (and the evaluation when due) recorded; ``stop_after``: stop after this many steps of this call."""
-    from tqdm.auto import tqdm
-
     cfg, policy, tok = run.cfg, run.policy, run.tokenizer
     bar = tqdm(range(run.start_step, cfg.steps), desc=f"ppo {cfg.strategy}", disable=not cfg.progress, leave=False)
     for k, step in enumerate(bar):
@@ -104,7 +103,7 @@ def _train(run: "_Run", stop_after: Optional[int]) -> List[Dict]:
         adv = ppo.compute_advantages(ro, sig, cfg, policy, run.value_head)                          # 3.
         stats = ppo.ppo_update(policy, run.optimizer, ro, sig, adv, cfg, step, run.value_head,
                                teacher=run.scorer.teacher)                                          # 4.
-        _check_finite(policy, run.value_head, cfg, step + 1)
+        check_finite(policy, run.value_head, cfg, step + 1)
         metrics = {"step": step + 1, "reward/score": float(np.mean(ro.scores)), **sig.metrics, **adv.metrics,
                    **stats, "timing/rollout_s": t1 - t0, "timing/score_s": t2 - t1,
                    "timing/update_s": time.time() - t2,
@@ -128,7 +127,7 @@ class TrainingDivergedError(SettingError):
     settings = ("lr", "loss.kl_coef", "opd.w_rl_negative")
 
 
-def _check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
+def check_finite(policy, value_head, cfg: PPOConfig, step: int) -> None:
     """Raise :class:`TrainingDivergedError` when a weight of the policy (or the value head) is NaN or
     inf after the update of ``step``: the next step would fail deep inside sampling ("probability tensor
     contains either inf, nan or element < 0"). One reduction per tensor, one sync."""
@@ -173,21 +172,17 @@ class _Run:
     def start(cls, cfg: PPOConfig, folder, resume: bool, force: bool, judge=None) -> "_Run":
         """The run's state; ``folder``: its :class:`~claw_lib.utils.OutputFolder` (locked), or None; ``judge``: the
         next-state judge (None: the rule judge)."""
-        from ..models.lm import load_causal_lm
-        from ..toy.envs import make_env
-        from ..utils import resolve_device, set_threads
-
         out = folder.path if folder is not None else None
         saved = _previous_run(cfg, folder, resume, force) if folder is not None else None  # before any slow work
         # a resumed run keeps the thread count of the run it resumes (float sums are ordered by it)
         threads = cfg.threads or (int(saved.get("threads", 0) or 0) if saved else 0)
-        cfg = dataclasses.replace(cfg, threads=set_threads(threads))
+        cfg = dataclasses.replace(cfg, threads=utils.set_threads(threads))
         if folder is not None:
             folder.register(*_RUN_FILES)
-        dev = resolve_device(cfg.device)
+        dev = utils.resolve_device(cfg.device)
         t_load = time.time()
         ck = _load_checkpoint(out / "checkpoint.pt", dev, cfg) if saved is not None else None  # checked before the model
-        policy, tok = load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
+        policy, tok = lm.load_causal_lm(cfg.model, device=dev, dtype=cfg.dtype)
         cfg, ref = ppo.prepare_policy(policy, cfg)
         if saved is not None:  # the per-model settings are known only now: they must match the saved run's too
             _check_resolved(saved, cfg, out)
@@ -200,8 +195,7 @@ class _Run:
         scorer = Scorer.for_run(cfg, policy, ref, tok)
         scorer.judge = judge
         run = cls(cfg, policy, tok, ref, vhead, opt, env, eval_env, eval_env.sample(cfg.eval_prompts), scorer, out, [], 0)
-        from .fit import check_fits  # before anything is written: positions, top-k, a step's memory
-
+        # before anything is written: positions, top-k, a step's memory
         check_fits(cfg, policy, tok, run.eval_tasks, make_env(cfg.task, cfg.seed, tok, env.world).sample(cfg.batch_size),
                    dev)
         if ck is not None:
@@ -209,8 +203,6 @@ class _Run:
         if out is not None:  # a resumed run repeats the steps after its checkpoint: their records go
             trim_records(out, run.start_step)
         if out is not None:
-            from ..utils import atomic_write
-
             with atomic_write(out / "config.json") as f:
                 f.write(json.dumps(asdict(cfg), indent=1))
         if run.start_step == 0:
@@ -244,7 +236,7 @@ class _Run:
         self.history.append(metrics)
         if not self.out:
             return
-        _write_metrics(self.out, self.history)
+        write_metrics(self.out, self.history)
         step = metrics["step"]
         if self.cfg.lora_rank and (step == self.cfg.steps or (self.cfg.save_every and step % self.cfg.save_every == 0)):
             save_run_adapter(self.policy, self.out)  # PEFT's adapters in PEFT's format: RUN/adapter
@@ -253,9 +245,6 @@ class _Run:
 
     def _save_checkpoint(self, step: int) -> None:
         """checkpoint.pt of ``step``, whole or not at all (a full disk: :class:`CheckpointWriteError`)."""
-        from ..models.lora import trainable_state_dict
-        from ..utils import atomic_write
-
         model = trainable_state_dict(self.policy) if self.cfg.lora_rank else self.policy.state_dict()
         ck = {"model": model, "opt": self.optimizer.state_dict(), "history": self.history,
               "step": step, "config": asdict(self.cfg)}  # the config: a checkpoint resumes only its own run
@@ -275,8 +264,6 @@ class _Run:
 def _check_adapter_keys(policy, state) -> None:
     """Refuse (ValueError) a LoRA checkpoint whose weights are not exactly the policy's adapters: loaded with
     ``strict=False``, it would go on with fresh random adapters under the old history (LR06)."""
-    from ..models.lora import trainable_state_dict
-
     want, got = set(trainable_state_dict(policy)), set(state) if isinstance(state, dict) else set()
     if want != got:
         raise ValueError(f"\nit holds {len(want & got)} of the run's {len(want)} adapter weights"
@@ -314,17 +301,13 @@ def _differ(old: Dict, new: Dict) -> List[str]:
     """The settings (flattened) in which two runs differ, those that do not change a run's numbers aside;
     a thread count of 0 ("the free cores") matches any, and so does a per-model setting not resolved yet (None
     before the model is loaded: :func:`_check_resolved` compares it once it is)."""
-    from ..config import PER_MODEL
-
     return [f"{k} {old.get(k)!r} (saved) vs {new[k]!r}" for k in new if k not in _RESUMABLE and old.get(k) != new[k]
             and not (k == "threads" and 0 in (old.get(k), new[k])) and not (k in PER_MODEL and new[k] is None)]
 
 
 def _check_resolved(saved: Dict, cfg: PPOConfig, out: Path) -> None:
     """Refuse to resume when a per-model setting, resolved from the loaded model, differs from the saved run's."""
-    from ..config import PER_MODEL, flatten
-
-    differ = [d for d in _differ(flatten(_config_from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
+    differ = [d for d in _differ(flatten(from_dict(saved)), flatten(cfg)) if d.split(" ", 1)[0] in PER_MODEL]
     if differ:
         raise ValueError(f"{out} holds a run with other settings ({'; '.join(differ[:4])}); choose another folder or "
                          "pass --force to start over there")
@@ -335,8 +318,6 @@ def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional
     when it is one to resume: its settings match ``cfg`` and it has a checkpoint. Refuses (ValueError) a run
     with other settings or without a checkpoint, unless ``force``, which removes that run's files (only
     those claw wrote). None for a folder without a run."""
-    from ..config import flatten
-
     out = folder.path
     if not folder.used:
         return None
@@ -345,7 +326,7 @@ def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional
         return None
     try:
         saved = json.loads((out / "config.json").read_text())
-        old = flatten(_config_from_dict(saved))
+        old = flatten(from_dict(saved))
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise ValueError(f"{out}/config.json cannot be read ({type(e).__name__}); pass --force to start over there") from None
     differ = _differ(old, flatten(cfg))
@@ -359,15 +340,9 @@ def _previous_run(cfg: PPOConfig, folder, resume: bool, force: bool) -> Optional
     return saved
 
 
-#: a PPOConfig from its ``asdict`` form (config.json): :func:`claw_lib.config.from_dict`
-_config_from_dict = from_dict
-
-
 def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dict:
     """checkpoint.pt, checked: a dict with the kit's keys and, with ``cfg``, written by a run of the same
     settings (its config inside it): a checkpoint copied from another run is refused, not resumed."""
-    from ..config import flatten
-
     try:
         ck = torch.load(path, weights_only=False, map_location=device)
     except Exception as e:  # a truncated or foreign file: say which and what to do
@@ -379,7 +354,7 @@ def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dic
                          "pass --force to start over")
     if cfg is not None:
         try:
-            old = flatten(_config_from_dict(ck["config"]))
+            old = flatten(from_dict(ck["config"]))
         except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(f"{path} holds no record of the run that wrote it (an older claw-kit?), so it cannot be "
                              "matched to this run's config.json; pass --force to start over") from None
@@ -390,11 +365,9 @@ def _load_checkpoint(path: Path, device, cfg: Optional[PPOConfig] = None) -> Dic
     return ck
 
 
-def _write_metrics(out: Path, history: List[Dict]) -> None:
+def write_metrics(out: Path, history: List[Dict]) -> None:
     """``metrics.jsonl`` (one dict a line), ``metrics.csv`` (a column per key, ``step`` first) and the TensorBoard
     event file (:mod:`claw_lib.rl.events`: ``tensorboard/``), each whole."""
-    from ..utils import atomic_write
-
     with atomic_write(out / "metrics.jsonl") as f:
         for h in history:
             f.write(json.dumps(h) + "\n")
@@ -430,8 +403,6 @@ def trl_run_folder(out, force: bool):
     """Claim and lock ``out`` for a TRL run (:func:`claw_lib.integrations.trl.train_trl`) as :func:`train` claims the
     kit's: a folder that holds a run is refused (:class:`RunFolderTaken`) unless ``force``, which removes that run's
     files (only those claw wrote); the files of the new run are registered in the folder's marker."""
-    from ..utils import OutputFolder
-
     folder = OutputFolder.claim(out, "trl", force, "training output", names=TRL_RUN_FILES, legacy=_legacy_trl_files)
     if folder.used and not force:
         raise RunFolderTaken(f"the training output folder {out} already holds a run (TRL runs are not resumed); "

@@ -30,9 +30,10 @@ rollout keeps the old log-probs and how many top-k ids, and whether the run hold
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from ..config import (
+    ADVANTAGES,
     ALIGNMENT_STRATEGIES,
     DISTILL_LOSSES,
     LOSS_AGGREGATIONS,
@@ -43,7 +44,7 @@ from ..config import (
 )
 
 __all__ = ["Strategy", "STRATEGY_TABLE", "LOSS_FAMILIES", "TRL_STRATEGIES", "JUDGED_STRATEGIES", "Plan", "plan",
-           "check"]
+           "check", "Driver", "DRIVERS", "driver_refusal"]
 
 #: how the update turns a minibatch into a loss (one function each in :mod:`claw_lib.rl.ppo`): "surrogate" (the
 #: clipped surrogate on the advantages), "distill" (a divergence to the hinted teacher: forward KL or top-K
@@ -101,6 +102,57 @@ JUDGED_STRATEGIES = tuple(n for n, s in STRATEGY_TABLE.items() if s.signal == "o
 
 
 @dataclass(frozen=True)
+class Driver:
+    """What a driver of the stages (:mod:`claw_lib.rl.driver`) can supply, one row of :data:`DRIVERS`; a config that
+    needs more is refused by ``plan(cfg, driver)`` (:func:`driver_refusal`)."""
+
+    name: str
+    """how a refusal names it"""
+    advantages: Tuple[str, ...]
+    """the advantage estimators it can feed ("grpo" needs the user's own score, "gae" a value head)"""
+    reference: bool
+    """reference log-probs (the KL term, ``loss.kl_coef > 0``)"""
+    topk: bool
+    """the sampling policy's top-k ids (``loss.distill "topk_clipped"``)"""
+    overlap: bool
+    """hints chosen among candidates by top-k overlap (``opd.hint_selection "overlap"``)"""
+    episodes: bool
+    """episodes of several calls or several personas (``task.user`` one of :data:`EPISODE_USERS`)"""
+    instead: str = ""
+    """what the refusal advises"""
+
+
+#: the users whose tasks make episodes of several calls, or come from several personas
+EPISODE_USERS = ("tool-chain", "joint")
+
+#: what each driver can supply, beside what each strategy needs (:data:`STRATEGY_TABLE`)
+DRIVERS: Dict[str, Driver] = {d: r for d, r in (
+    ("loop", Driver("the kit's loop", ADVANTAGES, True, True, True, True)),
+    ("trl", Driver("the TRL engine", ("direct", "grpo"), True, True, False, False,
+                   "it runs in the kit's loop only: use claw_lib.rl.run.train")),
+    ("serve", Driver("the live server", tuple(a for a in ADVANTAGES if a not in ("grpo", "gae")), False, False, False,
+                     False, "the server knows the judge's vote, not the user's own score, and keeps no reference, "
+                     "value head or top-k ids")),
+)}
+
+
+def driver_refusal(cfg: PPOConfig, driver: str) -> Optional[str]:
+    """Why ``driver`` (a key of :data:`DRIVERS`) cannot run ``cfg`` (one line), or None."""
+    d = DRIVERS[driver]
+    lacks = [(cfg.task.user in EPISODE_USERS and not d.episodes,
+              f"task.user {cfg.task.user!r} (episodes of several calls, or several personas)"),
+             (cfg.opd.hint_selection == "overlap" and not d.overlap,
+              "opd.hint_selection 'overlap' (choosing among hint candidates with the policy's top-k)"),
+             (cfg.advantage not in d.advantages, f"advantage {cfg.advantage!r} (it supports "
+              f"{', '.join(map(repr, d.advantages))}; grpo needs the user's own score, gae a value head)"),
+             (bool(cfg.loss.kl_coef) and not d.reference, "loss.kl_coef > 0 (the KL term needs reference log-probs)"),
+             (cfg.loss.distill == "topk_clipped" and not d.topk,
+              "loss.distill 'topk_clipped' (the loss needs the sampling policy's top-k ids)")]
+    what = next((w for bad, w in lacks if bad), None)
+    return None if what is None else f"{d.name} does not support {what}" + (f"; {d.instead}" if d.instead else "")
+
+
+@dataclass(frozen=True)
 class Plan:
     """A config's strategy resolved once: what each stage does (the rollout, the signals, the update, the run)."""
 
@@ -125,10 +177,6 @@ class Plan:
     """every response counts in a "sample_mean" denominator (Binary RL, or advantage "grpo")"""
     reference: bool
     """the run holds the initial policy besides the trained one: the KL term, the frozen teacher, the judge LM"""
-    trl_signal: Optional[str]
-    """None: the TRL engine trains this signal; else the refusal"""
-    trl_loss: Optional[str]
-    """None: the TRL engine computes this loss; else the refusal"""
 
 
 def check(cfg: PPOConfig) -> None:
@@ -149,9 +197,14 @@ def _loss_family(s: Strategy, distill: str) -> str:
     return "distill" if s.distillation else "surrogate"
 
 
-def plan(cfg: PPOConfig) -> Plan:
-    """The :class:`Plan` of ``cfg`` (checked by :func:`check` first); a pure function of the config."""
+def plan(cfg: PPOConfig, driver: str = "loop") -> Plan:
+    """The :class:`Plan` of ``cfg`` (checked by :func:`check` first); a pure function of the config. ``driver``: who
+    feeds the stages (a key of :data:`DRIVERS`); a config that needs what it cannot supply is refused (ValueError,
+    :func:`driver_refusal`)."""
     check(cfg)
+    why = driver_refusal(cfg, driver)
+    if why:
+        raise ValueError(why)
     s = STRATEGY_TABLE[cfg.strategy]
     family = _loss_family(s, cfg.loss.distill)
     topk_loss = family in ("topk_clipped", "hybrid")
@@ -165,5 +218,4 @@ def plan(cfg: PPOConfig) -> Plan:
         old_logprobs=s.hint or cfg.epochs * cfg.minibatches > 1, old_topk=k, hint_overlap=overlap,
         teacher_batch=s.distillation or family == "hybrid", rl_only_advantage=family == "hybrid",
         every_row=s.every_row or cfg.advantage == "grpo",
-        reference=bool(cfg.loss.kl_coef) or frozen_teacher or s.judge_lm,
-        trl_signal=s.trl, trl_loss=None)
+        reference=bool(cfg.loss.kl_coef) or frozen_teacher or s.judge_lm)

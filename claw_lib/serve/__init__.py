@@ -6,8 +6,9 @@ into the server (:mod:`claw_lib.serve.system`). ``claw simulate`` drives it with
 
 Modules: config (ServeConfig), sessions (the next-state rule), records (append-only JSONL), engine (the
 serving / trainer / teacher copies), system (the shared state and serving), loops (judge and trainer),
-resume (commit points and restart), remote_judge (a judge behind an OpenAI URL), app / routes (HTTP), server
-(LiveServer, serve_forever), simulate (the simulated users through the openai client).
+resume (commit points and restart), app / routes (HTTP), server
+(LiveServer, serve_forever), simulate (the simulated users through the openai client). The judge, a URL judge
+included, comes from the kit's one judge factory (:func:`claw_lib.signals.judges.make_judge`).
 """
 from .config import SERVE_STRATEGIES, ServeConfig
 from .server import LiveServer, serve_forever

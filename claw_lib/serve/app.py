@@ -194,12 +194,3 @@ def stream_pieces(tokens, content: str) -> list:
         out.append(joined[a:b] if b > a else "")
         pos += len(p)
     return out
-
-
-def __getattr__(name: str):
-    """``create_app`` by its old path (it lives in :mod:`claw_lib.serve.routes`, which imports this module)."""
-    if name == "create_app":
-        from .routes import create_app
-
-        return create_app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

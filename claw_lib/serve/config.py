@@ -11,10 +11,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..config import PPOConfig
-from ..rl.strategies import JUDGED_STRATEGIES
+from ..config import PPOConfig, flatten, from_dict, judge_kind, validate
+from ..rl.strategies import JUDGED_STRATEGIES, plan
+from ..signals.endpoint import open_endpoint
 
-__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config", "max_body_bytes"]
+__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config", "default_ppo", "max_body_bytes"]
 
 #: the strategies the live server trains: the ones whose signal comes from the next state alone
 SERVE_STRATEGIES = JUDGED_STRATEGIES
@@ -24,7 +25,7 @@ SERVE_STRATEGIES = JUDGED_STRATEGIES
 CONTEXTS = ("auto", "last", "all")
 
 
-def _default_ppo() -> PPOConfig:
+def default_ppo() -> PPOConfig:
     return PPOConfig(strategy="combined", batch_size=4, progress=False)
 
 
@@ -32,7 +33,7 @@ def _default_ppo() -> PPOConfig:
 class ServeConfig:
     """How ``claw serve`` serves, judges and trains (defaults: the tiny GPT on a laptop CPU)."""
 
-    ppo: PPOConfig = field(default_factory=_default_ppo)
+    ppo: PPOConfig = field(default_factory=default_ppo)
     """the training settings (``ppo.batch_size``: scored samples per update; ``ppo.strategy``: one of
     SERVE_STRATEGIES; ``ppo.temperature``: the default sampling temperature of served answers)"""
     train: bool = True
@@ -62,8 +63,6 @@ class ServeConfig:
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
     """The library refuses what the command line refuses: a one-line ValueError naming the setting."""
-    from ..config import validate
-
     if cfg.ppo.strategy not in SERVE_STRATEGIES:
         raise ValueError(f"the live server trains strategy one of {SERVE_STRATEGIES}, got {cfg.ppo.strategy!r}")
     if cfg.ppo.opd.judge != "rule":
@@ -80,18 +79,10 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
-    p = cfg.ppo
-    unsupported = [(p.advantage in ("grpo", "gae"), f"advantage {p.advantage!r} (the server knows the judge's vote, not "
-                    "the user's own score, and keeps no value head; use 'direct' or 'whiten')"),
-                   (bool(p.loss.kl_coef), "loss.kl_coef > 0 (the server keeps no reference log-probs)"),
-                   (p.loss.distill == "topk_clipped", "loss.distill 'topk_clipped' (the rollout keeps no top-k ids)"),
-                   (p.opd.hint_selection == "overlap", "opd.hint_selection 'overlap' (the rollout keeps no top-k ids)")]
-    for bad, what in unsupported:
-        if bad:
-            raise ValueError(f"the live server does not support {what}")
-    if not cfg.judge.strip():
-        raise ValueError("judge must be 'rule', a model name or path, or an http(s):// URL")
-    if cfg.judge_model and not cfg.judge.strip().lower().startswith(("http://", "https://")):  # R4-16
+    plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
+    if judge_kind(cfg.judge, "judge") == "url":  # R4-10: a judge URL that does not answer is refused at the start
+        open_endpoint(cfg.judge, cfg.judge_model, what="judge")
+    if cfg.judge_model and judge_kind(cfg.judge, "judge") != "url":  # R4-16
         raise ValueError(f"judge_model names the model of a URL judge (--judge http://...); the judge here is "
                          f"{cfg.judge!r}, which does not read it")
     validate(cfg.ppo)
@@ -105,9 +96,7 @@ def serve_config_dict(cfg: ServeConfig) -> dict:
 
 def serve_config_from_dict(d: dict) -> ServeConfig:
     """The inverse of :func:`serve_config_dict` (unknown fields: TypeError)."""
-    from ..rl.run import _config_from_dict
-
-    return ServeConfig(**{**d, "ppo": _config_from_dict(d["ppo"])})
+    return ServeConfig(**{**d, "ppo": from_dict(d["ppo"])})
 
 
 #: settings a resumed run may change (they do not change what is trained)
@@ -122,8 +111,6 @@ def max_body_bytes(cfg: ServeConfig) -> int:
 
 def differing(saved: ServeConfig, new: ServeConfig) -> Optional[str]:
     """A one-line list of the settings in which two runs differ (the resumable ones aside), or None."""
-    from ..config import flatten
-
     a = {**flatten(saved.ppo), **{k: v for k, v in serve_config_dict(saved).items() if k != "ppo"}}
     b = {**flatten(new.ppo), **{k: v for k, v in serve_config_dict(new).items() if k != "ppo"}}
     skip = set(RESUMABLE) | {"progress", "device", "steps"}

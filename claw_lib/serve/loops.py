@@ -17,6 +17,7 @@ status says why.
 """
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -26,6 +27,15 @@ from typing import List
 import numpy as np
 import torch
 
+from ..models.lm import logprobs_from_batch
+from ..rl import ppo  # the stages, looked up at each call (a test may replace one)
+from ..rl.driver import make_rollout, signal_tensors
+from ..rl.run import TrainingDivergedError, check_finite
+from ..rl.samples import judged_fields  # the judge's verdict as every run records it
+from ..rl.strategies import plan
+from ..signals.judges import make_judge
+from ..toy.env import Feedback
+from .engine import ServedTask
 from .resume import apply_sample, commit_update, upstream_records  # what a sample and an update write
 from .sessions import Turn
 
@@ -35,22 +45,13 @@ __all__ = ["JudgeLoop", "TrainerLoop", "turn_rollout", "tis_weights"]
 def turn_rollout(turns: List[Turn], engine, with_feedback: bool = True):
     """The kit's :class:`~claw_lib.rl.ppo.Rollout` of served turns: their prompts and responses packed on the
     model's device, ``logprobs`` = the rollout log-probs recorded at serving time (B, T), the next states as
-    :class:`~claw_lib.toy.users.Feedback` (score 0: the server does not know the user's own score)."""
-    from ..models.lm import pack
-    from ..rl.ppo import Rollout
-    from ..toy.users import Feedback
-    from .engine import ServedTask
-
-    tok = engine.tokenizer
-    batch = pack([t.prompt_ids for t in turns], [t.response_ids for t in turns], tok.pad_token_id).to(engine.device)
-    lps = torch.zeros(batch.response_mask.shape, device=engine.device)
-    for b, t in enumerate(turns):
-        lps[b, :len(t.rollout_log_probs)] = torch.as_tensor(t.rollout_log_probs)
+    :class:`~claw_lib.toy.env.Feedback` (score 0: the server does not know the user's own score)."""
     tasks = [ServedTask(t.prompt_text, t.question, t.lang,
                         messages=t.messages if engine.chat else None) for t in turns]
     fb = [Feedback(t.next_state or "", 0.0, "served", role=t.next_role or "user") for t in turns] if with_feedback else []
-    return Rollout(tasks, [t.prompt_ids for t in turns], [t.response_ids for t in turns],
-                   [t.response_text for t in turns], batch, lps, None, fb)
+    return make_rollout(tasks, [t.prompt_ids for t in turns], [t.response_ids for t in turns],
+                        [t.response_text for t in turns], fb, engine.tokenizer.pad_token_id, engine.device,
+                        logprobs=[t.rollout_log_probs for t in turns])
 
 
 def tis_weights(old: torch.Tensor, served: torch.Tensor, mask: torch.Tensor, cap: float):
@@ -79,8 +80,6 @@ class _Loop(threading.Thread):
         self.stopping = threading.Event()
 
     def lower_priority(self) -> None:
-        import os
-
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) + self.nice)
         except (AttributeError, OSError, PermissionError):  # not Linux, or not allowed: the default priority
@@ -99,9 +98,9 @@ class JudgeLoop(_Loop):
 
     def __init__(self, system):
         super().__init__(system, "claw-judge")
-        from ..rl.ppo import Scorer
-
-        self.scorer = Scorer(system.engine.tokenizer, teacher=system.engine.teacher, judge=make_judge(system.cfg))
+        c = system.cfg  # the one judge factory (the URL judge's endpoint was checked with the settings)
+        judge = make_judge(c.judge, c.judge_model, c.ppo.opd.m, c.ppo.device, c.ppo.seed)
+        self.scorer = ppo.Scorer(system.engine.tokenizer, teacher=system.engine.teacher, judge=judge)
 
     def run(self) -> None:
         s = self.system
@@ -123,14 +122,11 @@ class JudgeLoop(_Loop):
 
     def judge(self, key: str) -> None:
         """Stage 2 on one turn; the sample record first (the commit point), then the PRM / OPD records."""
-        from ..rl.ppo import compute_signals
-        from ..rl.strategies import plan
-
         s = self.system
         t = s.turns[key]
         t0 = time.time()
         ro = turn_rollout([t], s.engine)
-        sig = compute_signals(ro, s.ppo, self.scorer)
+        sig = ppo.compute_signals(ro, s.ppo, self.scorer)
         n = len(t.response_ids)
         signal = [float(x) for x in sig.token_signal[0, :n].cpu()]
         mask = [bool(x) for x in sig.mask[0, :n].cpu()]
@@ -160,29 +156,10 @@ def stop_reason(e: Exception, folder) -> str:
 
 def sample_record(t: Turn, judged, signal: List[float], mask: List[bool], strategy: str, hinted: bool) -> dict:
     """A judged turn as ``samples.jsonl`` holds it: everything the PRM and OPD records and the trainer need."""
-    from ..rl.samples import judged_fields  # the judge's verdict as every run records it
-
     return {"session_id": t.session_id, "turn": t.turn, "policy_version": t.policy_version,
             "status": "scored" if any(mask) else "excluded", **judged_fields(judged),
             "teacher_logprob_len": len(signal) if judged.hint and hinted else 0,
             "signal": signal, "mask": mask, "strategy": strategy, "hinted": hinted}
-
-
-def make_judge(cfg):
-    """The next-state judge of ``cfg.judge``: None (the rule judge of :func:`~claw_lib.signals.opd.judge_turn`),
-    a local instruct model (:class:`~claw_lib.signals.judges.LLMJudge`) or an OpenAI-compatible URL
-    (:class:`~claw_lib.serve.remote_judge.RemoteJudge`)."""
-    if cfg.judge == "rule":
-        return None
-    if cfg.judge.startswith(("http://", "https://")):
-        from .remote_judge import RemoteJudge
-
-        return RemoteJudge(cfg.judge, model=cfg.judge_model, m=cfg.ppo.opd.m)
-    from ..models.lm import load_causal_lm
-    from ..signals.judges import LLMJudge
-
-    model, tok = load_causal_lm(cfg.judge, device=cfg.ppo.device)
-    return LLMJudge(model, tok, m=cfg.ppo.opd.m, max_new_tokens=512, seed=cfg.ppo.seed)
 
 
 class TrainerLoop(_Loop):
@@ -211,8 +188,6 @@ class TrainerLoop(_Loop):
             try:
                 self.update(keys)
             except Exception as e:  # diverged (or broke): training stops, serving goes on with the last weights
-                from ..rl.run import TrainingDivergedError
-
                 with s.cond:
                     s.stopped_reason = stop_reason(e, s.folder.path if s.folder is not None else None)
                 print(f"claw serve: training stopped: {s.stopped_reason}", file=sys.stderr, flush=True)
@@ -227,11 +202,8 @@ class TrainerLoop(_Loop):
         turns = [s.turns[k] for k in keys]
         version = s.engine.version
         ro, sig, adv, extra = self.prepare(turns)
-        from ..rl.ppo import ppo_update
-        from ..rl.run import _check_finite
-
-        stats = ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
-        _check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
+        stats = ppo.ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
+        check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
         new = version + 1
         stale = [version - t.policy_version for t in turns]
         row = {"version": new, "samples": len(turns), "staleness_mean": float(np.mean(stale)),
@@ -242,22 +214,14 @@ class TrainerLoop(_Loop):
 
     def prepare(self, turns: List[Turn]):
         """The rollout, the stored signals, and the advantages weighted by the truncated importance ratio."""
-        from ..models.lm import logprobs_from_batch
-        from ..rl.ppo import Signals, compute_advantages
-
         s = self.system
         ro = turn_rollout(turns, s.engine, with_feedback=False)
         served = ro.logprobs
         with torch.no_grad():
             ro.logprobs = logprobs_from_batch(s.engine.trainer, ro.batch, temperature=s.ppo.temperature)  # pi_old
-        A = torch.zeros_like(served)
-        M = torch.zeros(served.shape, dtype=torch.bool, device=served.device)
-        for b, t in enumerate(turns):
-            A[b, :len(t.signal)] = torch.as_tensor(t.signal, device=served.device)
-            M[b, :len(t.mask)] = torch.as_tensor(t.mask, device=served.device)
-        M &= ro.batch.response_mask
-        sig = Signals(A, M, [t.hint for t in turns])
-        adv = compute_advantages(ro, sig, s.ppo)
+        A, M = signal_tensors([(t.signal, t.mask) for t in turns], ro.batch.response_mask)  # as samples.jsonl holds them
+        sig = ppo.Signals(A, M, [t.hint for t in turns])
+        adv = ppo.compute_advantages(ro, sig, s.ppo)
         w, extra = tis_weights(ro.logprobs, served, adv.mask, s.cfg.tis_cap)
         adv.advantages = adv.advantages * w
         return ro, sig, adv, extra

@@ -16,6 +16,7 @@ with a next state and no sample, and trains no sample twice. Side turns are not 
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import time
@@ -24,7 +25,10 @@ from typing import Dict, List
 import torch
 
 from ..rl.events import TB_DIR
+from ..rl.run import write_metrics
+from ..utils import atomic_write
 from .config import differing, serve_config_dict, serve_config_from_dict
+from .engine import load_trainer_state, trainable_tensors
 from .records import RECORD_FILES
 from .sessions import Turn, turn_key
 
@@ -37,8 +41,6 @@ SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.js
 def prepare_folder(s, force: bool) -> None:
     """A new folder is registered and gets config.json; a folder of the same settings is resumed; one of other
     settings is refused (ValueError naming them) unless ``force``, which removes claw's files there first."""
-    from ..utils import atomic_write
-
     folder = s.folder
     if folder.used and not force:
         saved = _saved_config(folder.path)
@@ -58,8 +60,6 @@ def prepare_folder(s, force: bool) -> None:
 
 
 def _resolved(s):
-    import dataclasses
-
     return dataclasses.replace(s.cfg, ppo=s.ppo)
 
 
@@ -75,8 +75,6 @@ def _saved_config(path) -> dict:
 
 def load_records(s) -> None:
     """Rebuild the state from the folder: checkpoint, turns and their next states, samples, updates."""
-    from .engine import load_trainer_state
-
     path = s.folder.path
     if (path / "checkpoint.pt").exists():
         try:
@@ -169,10 +167,6 @@ def apply_sample(system, t: Turn, rec: dict) -> None:
 
 def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> None:
     """After an update: the checkpoint (the commit point), the swap into the server, the records."""
-    from ..rl.run import _write_metrics
-    from ..utils import atomic_write
-    from .engine import trainable_tensors
-
     now = time.time()
     update = {"version": version, "samples": list(keys), "time": now}
     row = {**row, "time_s": round(now - s.t0, 4)}
@@ -186,7 +180,7 @@ def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> Non
     row["timing/swap_s"] = s.engine.publish(version)
     s.log("trained.jsonl", update)
     if s.folder is not None:  # the files first: a status that shows the update finds its metrics written
-        _write_metrics(s.folder.path, s.metrics + [row])
+        write_metrics(s.folder.path, s.metrics + [row])
     done = set(keys)
     with s.cond:
         for k in keys:

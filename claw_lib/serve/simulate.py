@@ -1,7 +1,7 @@
 """``claw simulate``: the kit's simulated users talk to a live server through the official ``openai`` client
 (notebook 14, docs/serve.md).
 
-A session asks ``turns`` questions of the toy world (:func:`claw_lib.toy.users.make_env`). Each question is one
+A session asks ``turns`` questions of the toy world (:func:`claw_lib.toy.envs.make_env`). Each question is one
 main-line turn, sent as the bare question text (the server formats prompts itself); the user's reply to the answer
 (:class:`~claw_lib.toy.users.Feedback` ``.next_state``) is the next main-line turn, so the server records it as the
 next state of that answer and trains on it; the model answers the reply too, and the next question follows (it is

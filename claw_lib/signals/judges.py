@@ -9,16 +9,20 @@ A next-state message (the user's reply, or a tool's output, with its role) is re
   positive and its hint is longer than 10 characters; the longest good hint wins; no good vote ->
   the sample is dropped (and counted).
 
-Two judges of each kind: rule-based ones for the toy world (:class:`RuleJudge`), and
-:class:`LLMJudge`, which prompts any instruct model and parses its output.
+The judges (each answers the :class:`Judge` protocol): rule-based ones for the toy world (:class:`RuleJudge`),
+:class:`LLMJudge`, which prompts any local instruct model and parses its output, and :class:`RemoteJudge`, the same
+prompts sent to an OpenAI-compatible URL. :func:`make_judge` builds the one a setting names (``opd.judge``,
+``claw serve --judge``): the one judge factory of the kit's loop, the TRL engine and the live server.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
+from ..config import judge_kind
+from ..prompts import has_chat_template
 from ..text.corrections import clean_correction, is_chinese
 from ..text.phrases import (
     HINT_LEADS,
@@ -30,9 +34,11 @@ from ..text.phrases import (
     hint_lead,
     is_tool_error,
 )
+from .endpoint import open_endpoint
 
-__all__ = ["Vote", "HintVote", "RuleJudge", "LLMJudge", "parse_boxed", "parse_hint", "majority_vote",
-           "select_hint", "hint_candidates", "MIN_HINT_CHARS", "judge_prompt", "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
+__all__ = ["Vote", "HintVote", "Judge", "RuleJudge", "LLMJudge", "RemoteJudge", "make_judge", "JUDGES", "parse_boxed",
+           "parse_hint", "majority_vote", "select_hint", "hint_candidates", "MIN_HINT_CHARS", "judge_prompt",
+           "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
 
 #: OpenClaw-RL keeps a hint only if it is longer than this many characters.
 MIN_HINT_CHARS = 10
@@ -293,7 +299,35 @@ def hint_prompt(response: str, next_state: str, role: str = "user") -> List[dict
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-class LLMJudge:
+class Judge(Protocol):
+    """What the stages ask of a next-state judge (:func:`~claw_lib.signals.opd.judge_turn`): its Binary RL votes and
+    its hint votes on one turn (``role``: one of :data:`ROLES`, who wrote ``next_state``). A failed vote is a
+    :class:`Vote` with score None (an :class:`HintVote` without a hint), never an exception."""
+
+    def votes(self, response: str, next_state: str, role: str = "user") -> List[Vote]: ...
+
+    def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]: ...
+
+
+class _PromptJudge:
+    """A judge that asks a language model OpenClaw-RL's two prompts (:func:`judge_prompt`, :func:`hint_prompt`) and
+    parses its ``m`` completions (the last ``\\boxed{d}``, ``[HINT_START]...[HINT_END]``); a subclass says how to ask
+    (``_ask(messages) -> m texts``, "" for a failed one)."""
+
+    m: int
+
+    def _ask(self, messages: List[dict]) -> List[str]:
+        raise NotImplementedError
+
+    def votes(self, response: str, next_state: str, role: str = "user") -> List[Vote]:
+        return [Vote(parse_boxed(t, SCORE_VALUES), t) for t in self._ask(judge_prompt(response, next_state, role))]
+
+    def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
+        return [HintVote(parse_boxed(t, HINT_DECISIONS) == 1, parse_hint(t), t)
+                for t in self._ask(hint_prompt(response, next_state, role))]
+
+
+class LLMJudge(_PromptJudge):
     """Any instruct model as judge: ``m`` sampled votes per question, parsed from its output.
 
     model, tokenizer: a causal LM (:func:`claw_lib.models.lm.load_causal_lm`); the messages go through
@@ -308,8 +342,7 @@ class LLMJudge:
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
 
     def _ask(self, messages: List[dict]) -> List[str]:
-        from ..models.lm import generate
-        from ..prompts import has_chat_template
+        from ..models.lm import generate  # lazy: torch loads for a local LLM judge only (rule and URL judges need none)
 
         if has_chat_template(self.tok):
             prompt = self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -319,9 +352,55 @@ class LLMJudge:
                         temperature=self.temperature, seed=self.seed)
         return [g.text for g in gens]
 
-    def votes(self, response: str, next_state: str, role: str = "user") -> List[Vote]:
-        return [Vote(parse_boxed(t, SCORE_VALUES), t) for t in self._ask(judge_prompt(response, next_state, role))]
 
-    def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
-        return [HintVote(parse_boxed(t, HINT_DECISIONS) == 1, parse_hint(t), t)
-                for t in self._ask(hint_prompt(response, next_state, role))]
+class RemoteJudge(_PromptJudge):
+    """A judge behind any OpenAI-compatible endpoint (vLLM, SGLang, another ``claw serve``, a hosted API), through the
+    official ``openai`` client: ``m`` completions per question (the request's ``n``, or ``m`` requests where the
+    server ignores ``n``) at ``temperature``, at most ``max_tokens`` each. url: the server's base (``http://host:port``,
+    with or without ``/v1``); model: the name to ask for (empty: the first model its ``/v1/models`` lists). The
+    endpoint is checked here (:func:`~claw_lib.signals.endpoint.open_endpoint`: one that does not answer
+    ``/v1/models`` is refused with a one-line ValueError); a request that fails later is a failed vote, never a crash
+    of the judge loop."""
+
+    def __init__(self, url: str, model: str = "", m: int = 3, temperature: float = 0.6, max_tokens: int = 512,
+                 timeout_s: float = 60.0):
+        self.client, self.model = open_endpoint(url, model, timeout_s, "judge")
+        self.m, self.temperature, self.max_tokens = m, temperature, max_tokens
+
+    def _ask(self, messages: List[dict]) -> List[str]:
+        out: List[str] = []
+        try:
+            while len(out) < self.m:
+                r = self.client.chat.completions.create(model=self.model, messages=messages, n=self.m - len(out),
+                                                        temperature=self.temperature, max_tokens=self.max_tokens)
+                got = [c.message.content or "" for c in r.choices]
+                out.extend(got or [""])
+        except Exception:  # an unreachable or failing judge: the missing votes fail
+            out.extend([""] * (self.m - len(out)))
+        return out[:self.m]
+
+
+def _load_lm(spec: str, device: str):
+    from ..models.lm import load_causal_lm  # lazy, as in LLMJudge._ask: torch for a local LLM judge only
+
+    return load_causal_lm(spec, device=device)
+
+
+#: the judge factory, one line per kind of :data:`~claw_lib.config.JUDGE_KINDS`: (spec, model, m, device, seed) ->
+#: the judge (None: the rule judge, which :func:`~claw_lib.signals.opd.judge_turn` builds itself). A new kind of judge
+#: is a class above, one line here and its name in ``config.JUDGE_KINDS`` (CONTRIBUTING.md).
+JUDGES: Dict[str, Callable[..., Optional[Judge]]] = {
+    "rule": lambda spec, model, m, device, seed: None,
+    "url": lambda spec, model, m, device, seed: RemoteJudge(spec, model=model, m=m),
+    "model": lambda spec, model, m, device, seed: LLMJudge(*_load_lm(spec, device), m=m, max_new_tokens=512,
+                                                           seed=seed),
+}
+
+
+def make_judge(spec: str, model: str = "", m: int = 3, device: str = "cpu", seed: int = 0) -> Optional[Judge]:
+    """The next-state judge a setting names (``opd.judge`` of ``claw train``, ``claw serve --judge``; read by
+    :func:`~claw_lib.config.judge_kind`): None for "rule" (the rule judge of
+    :func:`~claw_lib.signals.opd.judge_turn`), :class:`RemoteJudge` for an http(s):// URL (``model``: the name asked
+    for there; the endpoint checked at once), :class:`LLMJudge` for a local instruct model (a Hugging Face name or
+    folder, loaded on ``device``; ``m`` sampled votes of at most 512 new tokens, seeded by ``seed``)."""
+    return JUDGES[judge_kind(spec)](spec.strip(), model, m, device, seed)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
@@ -30,8 +31,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..config import OPDConfig
+from ..config import OPDConfig, validate
 from ..models.lm import encode, ids_logprobs, pad_token_id
+from ..prompts import build_prompt, has_chat_template, parse_prompt, response_text, teacher_prompt
+from ..text.corrections import guess_lang
+from ..text.tokens import subtoken_spans
 from .judges import (HINT_DECISIONS, HintVote, RuleJudge, Vote, hint_candidates, majority_vote, parse_boxed,
                      select_hint)
 
@@ -117,8 +121,6 @@ def token_logprobs(model, tokenizer, prompts: Sequence[str], response_ids: Seque
 
 def _check_opd_config(cfg: OPDConfig) -> None:
     """The library refuses what the command line refuses (kappa NaN, clip <= 0, a weight out of range)."""
-    from ..config import validate
-
     validate(cfg, "opd.")
 
 
@@ -306,9 +308,6 @@ def topk_reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, 
 def _check_clip_args(clip, eps, eps_high) -> None:
     """clip finite (<= 0: no clip), 0 <= eps < 1, eps_high >= 0 and finite, as config.validate requires (P01: a
     NaN clip silently meant no clip; P02: negative eps made clamp's min exceed its max)."""
-    import math
-    import numbers
-
     for name, v in (("clip", clip), ("eps", eps), ("eps_high", eps_high)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number, got {v!r}")
@@ -424,10 +423,6 @@ def explain_turn(model, tokenizer, question: str, response: str, next_state: str
     what the model saw. The response is tokenised once, as the continuation of the student prompt, and both
     prompts are scored on those ids. Raises ValueError for an empty response.
     """
-    from ..prompts import build_prompt, has_chat_template, parse_prompt, response_text, teacher_prompt
-    from ..text.corrections import guess_lang
-    from ..text.tokens import subtoken_spans
-
     cfg = cfg or OPDConfig()
     parsed = parse_prompt(question)
     form, lang, q = parsed if parsed else ("kit", guess_lang(question, response), question)

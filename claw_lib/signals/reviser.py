@@ -47,13 +47,14 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..alignment.texts import align_texts
-from ..config import ALIGNMENT_STRATEGIES, SMALL_MODEL_PARAMS, RewardConfig, ReviserConfig
+from ..config import ALIGNMENT_STRATEGIES, SMALL_MODEL_PARAMS, RewardConfig, ReviserConfig, is_url
+from ..prompts import has_chat_template
 from ..text.claims import sentence_spans
 from ..text.corrections import CONTENT_KINDS, clean_correction, guess_lang, value_key, word_kind
 from ..text.tokens import check_text, tokenize
 from .judges import _new_question
-from .reviser_lm import CachedLM, LocalLM, RemoteLM, is_url
-from .rewards import TokenRewards, token_rewards
+from .reviser_lm import CachedLM, LocalLM, RemoteLM
+from .rewards import TokenRewards, affirmed_reward, kept_reward, rejected_reward, sentence_rewards, token_rewards
 from .rules import _units, omitted_at
 
 __all__ = ["Candidate", "Revision", "Reviser", "load_reviser", "auto_reviser", "check_candidate", "similarity",
@@ -322,8 +323,6 @@ def auto_reviser(settings: ReviserConfig, model=None, tokenizer=None, adapters_o
     when it has a chat template and over :data:`~claw_lib.config.SMALL_MODEL_PARAMS` parameters, else None (the tiny
     GPT: the rules); "base": that model, refused (ValueError) without one or without a chat template; anything else
     a name, folder or URL for :func:`load_reviser`."""
-    from ..prompts import has_chat_template
-
     name = settings.model
     if name == "none":
         return None
@@ -375,28 +374,15 @@ def batch_rewards(rows: Sequence[dict], strategy: str, config: RewardConfig, enc
                           question=r.get("question"), response_ids=i) for r, i in zip(rows, ids)]
 
 
-# --------------------------------------------------------------------------- rewards
-def _kept_reward(strategy: str, cost: float, cfg: RewardConfig) -> float:
-    if strategy == "continuous":
-        return max(float(np.clip(cfg.a - cfg.b * cost, cfg.lo, cfg.hi)), cfg.absent)
-    return cfg.match
-
-
-def _changed_reward(strategy: str, op: str, cost: float, cfg: RewardConfig) -> float:
-    """A word the reviser changed: ``reject``; continuous: ``a - b C`` when that is negative, else ``lo`` (a pair the
-    cost calls close that the reviser changed all the same, "1914" / "1916"), and ``lo`` for a deleted word."""
-    if strategy != "continuous":
-        return cfg.reject
-    formula = float(np.clip(cfg.a - cfg.b * cost, cfg.lo, cfg.hi))
-    return formula if op != "delete" and formula < 0 else cfg.lo
-
-
+# --------------------------------------------------------------------------- rewards (the formulas: signals/rewards.py)
 def revision_rewards(output: str, revision: str, strategy: str = "binary", config: Optional[RewardConfig] = None,
                      encoder=None) -> TokenRewards:
     """Token rewards of ``output`` (n words) from its revision: the kit's cost matrix and DP align output <->
     revision. A word *kept* (matched with an equal word, :func:`~claw_lib.text.corrections.value_key`) gets ``match``
-    (continuous: ``a - b C`` clipped, never below ``absent``); a word *changed* (matched with another word, or
-    replaced) or *deleted* gets ``reject`` (continuous: :func:`_changed_reward`); punctuation is never negative
+    (continuous: ``a - b C`` clipped, never below ``absent``: :func:`~claw_lib.signals.rewards.kept_reward`); a word
+    *changed* (matched with another word, or replaced) or *deleted* gets ``reject`` (continuous:
+    :func:`~claw_lib.signals.rewards.rejected_reward`, a pair the cost calls close changed all the same, "1914" /
+    "1916": ``lo``); punctuation is never negative
     (``absent`` when not kept), except inside a name or code that is changed: with ``exact`` such a name is wrong as a
     whole, its initials and dots too ("J. R. R. Tolkien" -> "J. K. Rowling", the rules' ``_units``). With ``omissions`` the word where the revision inserts words is charged as the rules
     charge it (:func:`~claw_lib.signals.rules.omitted_at`). "sentence": ``reject`` on every word if any word is
@@ -413,13 +399,13 @@ def revision_rewards(output: str, revision: str, strategy: str = "binary", confi
         kept = o.op == "match" and value_key(tokens[i].text) == value_key(ta.correction_tokens[o.j].text)
         if kept:
             why.append("kept")
-            r[i] = _kept_reward(strategy, o.cost, cfg)
+            r[i] = kept_reward(strategy, o.cost, cfg)
         elif word_kind(tokens[i].text) == "punct":
             why.append("punct")
             r[i] = cfg.absent
         else:
             why.append("deleted" if o.op == "delete" else "changed")
-            r[i] = _changed_reward(strategy, o.op, o.cost, cfg)
+            r[i] = rejected_reward(strategy, o.cost, cfg, deleted=o.op == "delete")
     units = _units(tokens, output, [word_kind(t.text) for t in tokens]) if cfg.exact else []
     for unit in units:  # a name or code is wrong as a whole
         bad = [i for i in unit if why[i] in ("changed", "deleted")]
@@ -428,11 +414,11 @@ def revision_rewards(output: str, revision: str, strategy: str = "binary", confi
                 why[i], r[i] = "same name", min(r[j] for j in bad)
     if cfg.omissions and n:
         om = omitted_at(ta) & (np.array(why) != "punct")
-        r[om] = cfg.lo if strategy == "continuous" else cfg.reject
+        r[om] = rejected_reward(strategy, 0.0, cfg, deleted=True)
         why = ["omitted" if om[i] else w for i, w in enumerate(why)]
     rejected = r < 0
     if strategy == "sentence":
-        r = np.full(n, cfg.reject if rejected.any() else cfg.match)
+        r = sentence_rewards(rejected, cfg)
     return TokenRewards(output, strategy, tokens, r.astype(np.float64), rejected, ta,
                         {"evidence": why, "clean_correction": revision})
 
@@ -441,7 +427,7 @@ def _unchanged(output: str, strategy: str, cfg: RewardConfig) -> TokenRewards:
     """Nothing to correct: every word the match reward (continuous: ``hi``), none negative, no alignment needed."""
     tokens = tokenize(output, cfg.align.max_chars)
     n = len(tokens)
-    value = cfg.hi if strategy == "continuous" else cfg.match
+    value = affirmed_reward(strategy, cfg)
     return TokenRewards(output, strategy, tokens, np.full(n, value, dtype=np.float64), np.zeros(n, bool), None,
                         {"evidence": ["kept"] * n, "clean_correction": output})
 

@@ -14,26 +14,27 @@ An LM for the reviser has three methods:
 ``adapters_off``: a policy with LoRA adapters read as its base, the frozen reviser of a training run), :class:`RemoteLM`
 an OpenAI-compatible endpoint through the official ``openai`` client, :class:`CachedLM` either of them with every reply
 kept in a JSONL file (measure once, tune the reviser's selection and validation offline, ``tools/probe_report.py``).
-A test's scripted LM needs only the three methods.
+A test's scripted LM needs only the three methods. torch (:mod:`claw_lib.models.lm`, :mod:`claw_lib.models.lora`)
+is imported inside :class:`LocalLM`'s methods only: a URL reviser, the cache and the rules stay torch-free.
 """
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..prompts import has_chat_template
 from ..text.tokens import tokenize
+from .endpoint import open_endpoint
 
-__all__ = ["LocalLM", "RemoteLM", "CachedLM", "is_url", "parse_yes"]
-
-
-def is_url(spec: str) -> bool:
-    """Whether a reviser / judge spec names an endpoint (``http://`` or ``https://``) rather than a model."""
-    return isinstance(spec, str) and spec.startswith(("http://", "https://"))
+__all__ = ["LocalLM", "RemoteLM", "CachedLM", "parse_yes"]
 
 
 def parse_yes(text: str) -> Optional[float]:
@@ -58,8 +59,6 @@ class LocalLM:
     training run's frozen reviser without a second copy of the weights)."""
 
     def __init__(self, model, tokenizer, adapters_off: bool = False):
-        from ..prompts import has_chat_template
-
         if not has_chat_template(tokenizer):
             raise ValueError("the reviser needs an instruct model with a chat template (its tokenizer has none)")
         self.model, self.tok, self.adapters_off = model, tokenizer, adapters_off
@@ -141,22 +140,14 @@ class LocalLM:
 
 class RemoteLM:
     """An OpenAI-compatible endpoint (vLLM, SGLang, ``claw serve``, a hosted API) through the official ``openai``
-    client, ``batch_size`` requests in flight at once. url: ``http://host:port`` with or without ``/v1``; model: the name to ask for (empty: the first one its
-    ``/v1/models`` lists, asked at once: an endpoint that cannot be reached is refused here with one line). A request
+    client, ``batch_size`` requests in flight at once. url: ``http://host:port`` with or without ``/v1``; model: the name
+    to ask for (empty: the first one its ``/v1/models`` lists; :func:`~claw_lib.signals.endpoint.open_endpoint` asks it
+    at once: an endpoint that cannot be reached is refused here with one line). A request
     that fails later gives empty replies (that pair falls back to the rules) and is counted in ``failures``."""
 
     def __init__(self, url: str, model: str = "", timeout_s: float = 120.0):
-        import openai
-
-        base = url.rstrip("/")
-        self.url = base if base.endswith("/v1") else base + "/v1"
-        self.client = openai.OpenAI(base_url=self.url, api_key="none", timeout=timeout_s, max_retries=1)
+        self.client, self.model = open_endpoint(url, model, timeout_s, "reviser")
         self.failures = 0
-        try:
-            self.model = model or self.client.models.list().data[0].id
-        except Exception as e:  # openai's connection / status errors, or an empty model list
-            raise ValueError(f"the reviser endpoint {url} does not answer /v1/models ({type(e).__name__}); is the "
-                             "server running?") from None
 
     def length(self, text: str) -> int:
         """About two sub-tokens per word (no tokenizer here)."""
@@ -180,8 +171,6 @@ class RemoteLM:
     @staticmethod
     def _parallel(fn, items, batch_size: int) -> list:
         """``fn`` on every item, ``batch_size`` requests in flight at once (a serving engine batches them), in order."""
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=max(1, min(batch_size, len(items) or 1))) as pool:
             return list(pool.map(fn, items))
 
@@ -202,8 +191,6 @@ class RemoteLM:
         return self._parallel(self._yes, list(conversations), batch_size)
 
     def _yes(self, messages) -> float:
-        import math
-
         got = self._ask(messages, 1, 0.0, 1, logprobs=True, top_logprobs=10)
         p = None
         if got and got[0].logprobs and got[0].logprobs.content:
@@ -253,8 +240,6 @@ class CachedLM:
     def _through(self, kind: str, conversations, settings: List[dict], ask, chunk: int) -> list:
         """The replies of ``conversations``, the missing ones asked ``chunk`` at a time (``ask(indices)``) and
         appended to the file after each chunk with ``seconds``: the chunk's wall time per conversation."""
-        import time
-
         keys = [self.key(kind, s, m) for s, m in zip(settings, conversations)]
         todo = [k for k, key in enumerate(keys) if key not in self.cache]
         self.hits += len(keys) - len(todo)

@@ -224,13 +224,3 @@ def baseline_metrics(data: LabelledRows) -> Dict[str, float]:
     is the share of non-negative words, recall 0, and its hit rate (all words tied) the expected
     hit rate of a random ranking: the mean share of words inside the span."""
     return evaluate([np.full(len(y), MATCH) for y in data.y], data)
-
-
-def __getattr__(name: str):
-    """``world_rows``, which moved to :mod:`claw_lib.toy.probe` (the toy world's data belongs above the signals),
-    still importable from here."""
-    if name == "world_rows":
-        from ..toy.probe import world_rows
-
-        return world_rows
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,6 +34,7 @@ comparison.
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -45,11 +46,13 @@ from ..config import RewardConfig
 from ..config import validate
 from ..text.corrections import clean_correction, guess_lang
 from ..text.langs import warn_language_mismatch
-from ..text.tokens import Token, check_text, subtokens_to_words, tokenize
+from ..prompts import build_prompt, response_text
+from ..text.tokens import Token, check_text, subtoken_spans, subtokens_to_words, tokenize
 from ..utils import check_real, finite_array
 from .rules import MARKS, Evidence, addressed_sentences, omitted_at, read_pair, sentence_of
 
-__all__ = ["TokenRewards", "token_rewards", "evidence_rewards", "omitted_at", "fuse_rewards", "STRATEGIES",
+__all__ = ["TokenRewards", "token_rewards", "evidence_rewards", "kept_reward", "rejected_reward", "affirmed_reward",
+           "sentence_rewards", "omitted_at", "fuse_rewards", "STRATEGIES",
            "ARTICLE_RULES", "addressed_sentences", "sentence_of"]
 
 #: RewardConfig overrides that switch off every evidence rule: the article's rule (replace and
@@ -125,9 +128,7 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
                            response_ids)
     if cc is not None and (cc.affirmation or not text.strip()):
         kind = "affirmation" if cc.affirmation else "vague"
-        value = cfg.match if kind == "affirmation" else 0.0
-        if strategy == "continuous" and kind == "affirmation":
-            value = cfg.hi
+        value = affirmed_reward(strategy, cfg) if kind == "affirmation" else 0.0
         info[kind] = True
         return TokenRewards(output, strategy, tokens, np.full(n, value, dtype=np.float64), np.zeros(n, bool), None, info)
     rd = read_pair(output, text, cfg, encoder, tokens, question, bool(cc is not None and cc.affirmed), info)
@@ -146,30 +147,61 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     return TokenRewards(output, strategy, tokens, r, rejected, rd.ta, info)
 
 
+# --------------------------------------------------------------------------- the formulas, once
+# One word's reward per reading of it, for the rules' evidence (:func:`evidence_rewards`) and for a revision
+# (:func:`claw_lib.signals.reviser.revision_rewards`) alike; "sentence" takes binary's per-word values, then
+# :func:`sentence_rewards`. A new reward strategy adds its branch here.
+def _graded(cost: float, cfg: RewardConfig) -> float:
+    """continuous: ``a - b C`` clipped to [lo, hi]; an infinite cost: ``lo``."""
+    return float(np.clip(cfg.a - cfg.b * cost, cfg.lo, cfg.hi)) if np.isfinite(cost) else cfg.lo
+
+
+def kept_reward(strategy: str, cost: float, cfg: RewardConfig, floor: bool = True) -> float:
+    """A word the correction confirms (or the revision keeps): ``match``; continuous: ``a - b C`` clipped, and with
+    ``floor`` never below ``absent``."""
+    if strategy != "continuous":
+        return cfg.match
+    return max(_graded(cost, cfg), cfg.absent) if floor else _graded(cost, cfg)
+
+
+def rejected_reward(strategy: str, cost: float, cfg: RewardConfig, deleted: bool = False,
+                    exact: bool = True) -> float:
+    """A word the correction contradicts (or the revision changes): ``reject``; continuous: ``a - b C`` where that is
+    negative (or always, without ``exact``), else ``lo`` (a pair the cost calls close that exactness does not:
+    "1946" / "1945"); ``deleted`` (a deleted word, a mark, an omission): ``lo``."""
+    if strategy != "continuous":
+        return cfg.reject
+    formula = _graded(cost, cfg)
+    return formula if not deleted and (formula < 0 or not exact) else cfg.lo
+
+
+def affirmed_reward(strategy: str, cfg: RewardConfig) -> float:
+    """A word in an answer the user affirms as a whole (or that needs no change): ``match``; continuous: ``hi``."""
+    return cfg.hi if strategy == "continuous" else cfg.match
+
+
+def sentence_rewards(rejected: np.ndarray, cfg: RewardConfig) -> np.ndarray:
+    """"sentence": (n,) ``reject`` on every word when any word is rejected, else ``match``."""
+    return np.full(len(rejected), cfg.reject if rejected.any() else cfg.match)
+
+
 def evidence_rewards(strategy: str, ev: Evidence, omitted: np.ndarray, cfg: RewardConfig) -> np.ndarray:
     """(n,) float64 rewards of the rules' evidence (:class:`~claw_lib.signals.rules.Evidence`) for "binary",
     "continuous" or "sentence" (see the module docstring); omitted: (n,) bool, the words charged for an omission."""
-    n = len(ev.why)
     contra = ev.status == "contradicted"
     rejected = contra | omitted
-    if strategy == "binary":
-        r = np.where(rejected, cfg.reject, np.where(ev.status == "confirmed", cfg.match,
-                                                      np.where(ev.status == "context", cfg.match, cfg.absent)))
-    elif strategy == "continuous":
-        r = np.full(n, float(cfg.absent))
-        for i in range(n):
-            formula = float(np.clip(cfg.a - cfg.b * ev.cost[i], cfg.lo, cfg.hi)) if np.isfinite(ev.cost[i]) else cfg.lo
-            if omitted[i] or (contra[i] and ev.why[i] in ("deleted",) + MARKS):
-                r[i] = cfg.lo
-            elif contra[i]:  # graded by the cost; a pair the cost calls close but exactness does not
-                r[i] = formula if formula < 0 or not cfg.evidence else cfg.lo  # ("1946" / "1945"): lo
-            elif ev.status[i] == "confirmed":
-                r[i] = max(formula, cfg.absent) if cfg.evidence else formula
-            elif ev.status[i] == "context":
-                r[i] = cfg.hi
-    else:  # sentence
-        r = np.full(n, cfg.reject if rejected.any() else cfg.match)
-    return np.asarray(r, dtype=np.float64)
+    if strategy == "sentence":
+        return np.asarray(sentence_rewards(rejected, cfg), dtype=np.float64)
+    r = np.full(len(ev.why), float(cfg.absent))
+    for i in range(len(r)):
+        if rejected[i]:
+            r[i] = rejected_reward(strategy, ev.cost[i], cfg, omitted[i] or ev.why[i] in ("deleted",) + MARKS,
+                                   exact=cfg.evidence)
+        elif ev.status[i] == "confirmed":
+            r[i] = kept_reward(strategy, ev.cost[i], cfg, floor=cfg.evidence)
+        elif ev.status[i] == "context":
+            r[i] = affirmed_reward(strategy, cfg)
+    return r
 
 
 def _judge_fill(output, text, tokens, cfg, judge, question, ev, r, rejected, info):
@@ -187,8 +219,6 @@ def _check_judge_args(strategy: str, cfg: RewardConfig, judge, response_ids, out
     without a judge (R01: the rewards were those of weight 0), a judge that is not ``(model, tokenizer)`` (R05),
     perplexity's ``response_ids`` that are empty for a non-empty output, not integers, or beyond the judge's
     vocabulary (R07, R06; the other strategies do not read them)."""
-    import operator
-
     if judge is None and cfg.judge_weight > 0 and strategy in ("binary", "continuous"):
         raise ValueError(f"judge_weight {cfg.judge_weight} needs a judge: pass judge=(model, tokenizer), e.g. "
                          "load_causal_lm('tiny'), or leave judge_weight at 0")
@@ -217,9 +247,8 @@ def _no_bool() -> bool:
 
 
 def _perplexity(output, correction, tokens, cfg, judge, question, info, response_ids=None) -> TokenRewards:
+    # lazy: torch loads for the perplexity judge only (the rules' rewards and `claw align` stay torch-free)
     from ..models.lm import encode, encode_pair, ids_logprobs, load_causal_lm, pad_token_id
-    from ..prompts import build_prompt, response_text
-    from ..text.tokens import subtoken_spans
 
     model, tok = judge if judge is not None else load_causal_lm("tiny")
     if response_ids is not None and judge is None:  # the default judge: its vocabulary is known only now

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -75,6 +75,15 @@ class Facts:
     ckey: List[str]
     ounit: List[str]
     cunit: List[str]
+    _clauses: Dict[str, List[Tuple[int, int]]] = field(default_factory=dict, repr=False, compare=False)
+
+    def clauses(self, text: str) -> List[Tuple[int, int]]:
+        """The clause spans of ``text`` (:func:`~claw_lib.text.claims.clause_spans`), split once per pair: the rules
+        read the correction's clauses in three places (the sentences they target, the sentences they restate, what
+        a "but" concedes)."""
+        if text not in self._clauses:
+            self._clauses[text] = clause_spans(text)
+        return self._clauses[text]
 
 
 def _side(tokens: Sequence[Token]) -> Tuple[List[str], List[str], List[str]]:
@@ -254,7 +263,7 @@ def _restated_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, k:
     """Sentences that share at least ``k`` distinct content words with one clause of the correction."""
     okey = [key if kind in CONTENT_KINDS else None for kind, key in zip(f.ok, f.okey)]
     out = set()
-    for a, b in clause_spans(correction):
+    for a, b in f.clauses(correction):
         said = {f.ckey[j] for j, t in enumerate(ta.correction_tokens) if a <= t.start < b and f.kc[j] in CONTENT_KINDS}
         for s in set(sent.tolist()):
             if len({okey[i] for i in range(len(okey)) if sent[i] == s and okey[i] in said}) >= k:
@@ -351,7 +360,7 @@ def _clause_targets(ta: TextAlignment, correction: str, sent: np.ndarray, marked
     strong = {int(sent[i]) for i in marked}
     says, df, share = _sentences_say(f, sent, k, q)
     targets = []
-    for a, b in clause_spans(correction):
+    for a, b in f.clauses(correction):
         js = [j for j, t in enumerate(ta.correction_tokens) if a <= t.start < b and f.kc[j] in CONTENT_KINDS]
         if not js:
             continue
@@ -503,7 +512,7 @@ def evidence(ta: TextAlignment, correction: str, mk: List[str], cfg: RewardConfi
     s = _State(n, scope.allowed)
     neg_j = _negated_j(ta, correction) if cfg.negation else set()
     elaborating = cfg.evidence and cfg.elaboration and affirmed
-    conceded = _conceded_j(ta, correction) if cfg.evidence and cfg.quotes else set()
+    conceded = _conceded_j(ta, correction, f) if cfg.evidence and cfg.quotes else set()
     dp_pairs = _from_ops(ta, f, mk, cfg, scope, conceded, s)
     rewrite = False
     if cfg.evidence:
@@ -520,10 +529,10 @@ def evidence(ta: TextAlignment, correction: str, mk: List[str], cfg: RewardConfi
 _BUT = {"zh": ("但是", "但", "不过", "可是", "然而"), "en": ("but", "however", "though", "yet")}
 
 
-def _conceded_j(ta: TextAlignment, correction: str) -> set:
+def _conceded_j(ta: TextAlignment, correction: str, f: Facts) -> set:
     """Indices of correction words in a clause followed by a "but" clause: what the user concedes ("Auckland
     is the biggest city, but ...") is not a confirmation of the output's claim about it."""
-    spans = clause_spans(correction)
+    spans = f.clauses(correction)
     zh = guess_lang(correction) == "zh"
     out = set()
     for (a, b), (c, _) in zip(spans, spans[1:]):

@@ -1,14 +1,15 @@
 """What an environment is (the bottom of ``toy/``; notebooks 05a and 08): a task, the feedback on a response, the
 :class:`Env` protocol the loop and the evaluation drive, and the two questions they ask of a batch of tasks.
 
-* :class:`Task` (a question: its fact, prompt and prompt form) and :class:`Feedback` (the next state and its score);
+* :class:`Task` (a question: its fact, prompt and prompt form; the stages read its ``question``, ``lang`` and
+  ``teacher_prompt(hint, tokenizer)``, :class:`~claw_lib.rl.driver.TaskView`) and :class:`Feedback` (the next state and its score);
 * :class:`Env`: ``reset(seed)``, ``sample(n)`` tasks, ``step(task, response)`` -> :class:`Feedback`, and the
   ``users`` whose random state the evaluation leaves as it found it;
 * :func:`evaluate` (the evaluation's score of a batch, and each persona's own where the tasks have several) and
   :func:`step_rewards` (a reward per step where one episode spans several tasks, else None): each task class
   answers both for its batch (``Task.evaluate``, ``Task.step_rewards``), so neither the loop nor the evaluation
   asks which kind of environment it holds. The factory that builds an environment from a config
-  (:func:`claw_lib.toy.users.make_env`) sits at the top of ``toy/``.
+  (:func:`claw_lib.toy.envs.make_env`) sits at the top of ``toy/``.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Protocol, Sequence
 
 import numpy as np
+
+from ..prompts import teacher_prompt
 
 __all__ = ["Feedback", "Task", "Env", "evaluate", "step_rewards"]
 
@@ -41,6 +44,21 @@ class Task:
     fact: object
     prompt: str
     form: str = "kit"
+
+    @property
+    def question(self) -> str:
+        """The question inside the prompt (the fact's, in the fact's language)."""
+        return self.fact.question()
+
+    @property
+    def lang(self) -> str:
+        """The question's language ("zh" or "en")."""
+        return self.fact.lang
+
+    def teacher_prompt(self, hint: str, tokenizer) -> str:
+        """The hinted teacher's prompt: the question with the hint, in this prompt's form
+        (:func:`~claw_lib.prompts.teacher_prompt`; the stages read it through :class:`~claw_lib.rl.driver.TaskView`)."""
+        return teacher_prompt(self.fact.question(), hint, self.fact.lang, tokenizer=tokenizer, form=self.form)
 
     @classmethod
     def evaluate(cls, tasks: Sequence["Task"], scores: Sequence[float]) -> Dict[str, float]:

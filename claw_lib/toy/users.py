@@ -348,12 +348,3 @@ class JointEnv:
 
     def step(self, task: JointTask, response: str) -> Feedback:
         return self.envs[task.user].step(task, response)
-
-
-def __getattr__(name: str):
-    """``make_env``, the factory at the top of ``toy/`` (:mod:`claw_lib.toy.envs`), still importable from here."""
-    if name == "make_env":
-        from .envs import make_env
-
-        return make_env
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

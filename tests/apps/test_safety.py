@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from claw_lib.apps.cli import main
 from claw_lib.config import PPOConfig
 from claw_lib.models.lm import TINY_LM_DIR
-from claw_lib.rl.ppo import train
+from claw_lib.rl.run import train
 from claw_lib.utils import FolderLock
 
 PAIR = {"output": "法国的首都是伦敦。", "correction": "不对，法国的首都是巴黎。"}
@@ -220,12 +220,12 @@ def test_cuda_without_a_gpu_is_one_line(capsys):
 
 
 def test_ctrl_c_says_what_was_kept(tmp_path, capsys, monkeypatch):
-    import claw_lib.rl.ppo as ppo
+    import claw_lib.rl.run as run_module
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ppo, "train", interrupted)
+    monkeypatch.setattr(run_module, "train", interrupted)
     # before the first checkpoint there is nothing to resume: the advice is --force (issue 24, R04), never a resume
     rc, _, err = run(["train", "--steps", "1", "--out", str(tmp_path / "r")], capsys)
     assert rc == 130 and "interrupted" in one_line(err) and "no checkpoint yet" in err and "--force" in err

@@ -179,7 +179,7 @@ def test_top_k_beyond_the_vocabulary_is_refused_C07_C11():
     """C07 (opd.selection_k) and C11 (loss.clipped_k) beyond the model's vocabulary are refused naming them,
     before the first step (before: the step failed asking for a rollout made with the step's config)."""
     from claw_lib.config import LossConfig
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     with pytest.raises(ValueError, match=r"^opd.selection_k 1000000 exceeds the model's vocabulary of 2048"):
         train(PPOConfig(strategy="combined", steps=1, batch_size=4, eval_prompts=2, progress=False,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import claw_lib.utils as utils
-from claw_lib.rl.ppo import train
+from claw_lib.rl.run import train
 
 from .safety import message, run, small
 

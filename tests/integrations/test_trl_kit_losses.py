@@ -88,7 +88,7 @@ def test_forward_kl_is_the_kl_written_out(steps):
     per_row = []
     with torch.no_grad():
         for task, p_ids, r_ids, hint in zip(ro.tasks, ro.prompt_ids, ro.response_ids, sig.hints):
-            t_ids = encode(tok, ppo.task_teacher_prompt(task, hint, tok))
+            t_ids = encode(tok, task.teacher_prompt(hint, tok))
             s = policy(input_ids=torch.tensor([p_ids + r_ids])).logits[0, len(p_ids) - 1:-1].double() / T
             t = teacher(input_ids=torch.tensor([t_ids + r_ids])).logits[0, len(t_ids) - 1:-1].double() / T
             log_s, log_t = s.log_softmax(-1), t.log_softmax(-1)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from claw_lib.models.bert import is_plain_bert_folder, load_plain_bert
-from claw_lib.models.loading import resolve_encoder_path
+from claw_lib.models.offline import resolve_encoder_path
 
 TEXTS = ["法国的首都是伦敦。", "No, the capital of France is Paris.", "", "a", "Paris 是法国的 capital 👍🏽", "  spaces  ",
          "\t\n", "HNO2 和 2.718", "x " * 40]

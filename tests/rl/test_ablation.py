@@ -4,8 +4,9 @@ import json
 import numpy as np
 import pytest
 
-from claw_lib.rl.ablation import (UNTIL_STABLE, markdown_table, ordering_report, paired, plot_until_stable, reproduce,
-                                  speed_report, steps_to_stable, steps_to_target, summarise, until_stable)
+from claw_lib.apps.grid import reproduce
+from claw_lib.rl.ablation import (UNTIL_STABLE, markdown_table, ordering_report, paired, plot_until_stable, speed_report,
+                                  steps_to_stable, steps_to_target, summarise, until_stable)
 
 
 def test_ablation_helpers(tmp_path):

@@ -210,7 +210,7 @@ def test_one_training_step_keeps_every_tensor_on_the_policys_device(fake_cuda, s
     encoder (binary, its device taken from the policy), the perplexity judge, and the "grpo" and "gae"
     advantages (the value head)."""
     from claw_lib.config import LossConfig
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     cfg = _cfg(strategy=strategy, advantage=advantage, loss=LossConfig(kl_coef=0.1))
     hist = train(cfg)
@@ -241,7 +241,7 @@ def _advantages_built_on_the_cpu(monkeypatch):
 def test_the_check_catches_tensors_left_on_the_cpu(fake_cuda, monkeypatch, break_it):
     """The same step with the rollout's batch left on the CPU (``Batch.to`` broken), or with the
     advantages on the CPU, fails with the error a GPU would give: the check is not vacuous."""
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     break_it(monkeypatch)
     with pytest.raises(DeviceMismatch, match="CPU tensors"):

@@ -7,7 +7,7 @@ import pytest
 
 from claw_lib.config import PPOConfig
 from claw_lib.rl.events import TB_DIR, TB_FILE, scalars, write_events
-from claw_lib.rl.ppo import train
+from claw_lib.rl.run import train
 from tests.tensorboard_events import read_events
 
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from claw_lib.config import LossConfig, OPDConfig, PPOConfig, TaskConfig, override
-from claw_lib.rl.ppo import STRATEGIES, train
+from claw_lib.rl.ppo import STRATEGIES
+from claw_lib.rl.run import train
 
 GOLDEN = Path(__file__).parent / "golden" / "trajectories.json"
 
@@ -182,7 +183,8 @@ def test_a_reference_only_when_something_needs_it():
     """No frozen copy of the policy unless the KL term, the frozen OPD teacher or the perplexity judge needs it;
     with adapters the reference is the same model with them switched off (no copy either)."""
     from claw_lib.models.lora import AdapterDisabled
-    from claw_lib.rl.ppo import _Run, needs_reference
+    from claw_lib.rl.ppo import needs_reference
+    from claw_lib.rl.run import _Run
 
     assert not needs_reference(PPOConfig(strategy="binary_rl"))
     assert not needs_reference(PPOConfig(strategy="combined", opd=OPDConfig(teacher="live")))
@@ -200,13 +202,13 @@ def test_lora_run_trains_only_the_adapters_and_keeps_the_teacher(tmp_path):
     """A run with adapters: only they change (the base weights are bit-identical after training), the teacher
     scores as the initial model, the checkpoint holds the adapters only, and the run resumes to the same result."""
     from claw_lib.models.lm import ids_logprobs, load_causal_lm
-    from claw_lib.rl.ppo import _Run
+    from claw_lib.rl.run import _Run
 
     cfg = PPOConfig(strategy="combined", steps=2, batch_size=4, eval_prompts=4, lora_rank=4, lr=3e-2, save_every=1,
                     progress=False)
     run = _Run.start(cfg, None, False, False)
     base0 = {n: p.detach().clone() for n, p in run.policy.named_parameters() if not p.requires_grad}
-    from claw_lib.rl.ppo import _train
+    from claw_lib.rl.run import _train
 
     _train(run, None)
     moved = [n for n, p in run.policy.named_parameters() if p.requires_grad]
@@ -357,7 +359,7 @@ def test_hint_selection_by_overlap_in_the_loop():
     from claw_lib.rl.ppo import Scorer, compute_signals, rollout
     from claw_lib.signals.judges import hint_candidates
     from claw_lib.signals.opd import frozen_teacher
-    from claw_lib.toy.users import make_env
+    from claw_lib.toy.envs import make_env
 
     policy, tok = load_causal_lm("tiny")
     ref = frozen_teacher(policy)

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from claw_lib.config import ADVANTAGES, DISTILL_LOSSES, PPO_STRATEGIES, LossConfig, PPOConfig, override
-from claw_lib.rl.strategies import LOSS_FAMILIES, STRATEGY_TABLE, check, plan
+from claw_lib.rl.strategies import DRIVERS, LOSS_FAMILIES, STRATEGY_TABLE, check, driver_refusal, plan
 
 HINTED = ("opd", "combined", "opd_kl")
 
@@ -103,7 +103,7 @@ def test_each_row_at_the_defaults(strategy, eps_high, agg, family):
 def test_topk_clipped_rows():
     hybrid = plan(override(PPOConfig(strategy="combined"), {"loss.distill": "topk_clipped"}))
     assert (hybrid.loss_family, hybrid.old_topk, hybrid.teacher_batch, hybrid.rl_only_advantage) == ("hybrid", 4, True, True)
-    assert hybrid.trl_loss is None  # the TRL engine runs the kit's loss (integrations.trl.KIT_LOSSES)
+    assert plan(override(PPOConfig(strategy="combined"), {"loss.distill": "topk_clipped"}), "trl") == hybrid  # TRL runs the kit's loss
     v2 = plan(override(PPOConfig(strategy="opd_kl"), {"loss.distill": "topk_clipped"}))
     assert (v2.loss_family, v2.old_topk, v2.rl_only_advantage) == ("topk_clipped", 4, False)
     other = plan(override(PPOConfig(strategy="binary"), {"loss.distill": "topk_clipped"}))
@@ -113,6 +113,26 @@ def test_topk_clipped_rows():
 def test_trl_rows():
     from_table = {n for n, s in STRATEGY_TABLE.items() if s.trl is None}
     assert from_table == set(PPO_STRATEGIES)  # opd_kl and the v2 hybrid with the kit's loss in TRL's step
+
+
+@pytest.mark.parametrize("changes, loop, trl, serve", [
+    ({}, True, True, True),
+    ({"task.user": "joint"}, True, False, False), ({"task.user": "tool-chain"}, True, False, False),
+    ({"opd.hint_candidates": 3, "opd.hint_selection": "overlap"}, True, False, False),
+    ({"advantage": "grpo"}, True, True, False), ({"advantage": "gae"}, True, False, False),
+    ({"advantage": "whiten"}, True, False, True), ({"advantage": "reward_to_go"}, True, False, True),
+    ({"loss.kl_coef": 0.1}, True, True, False), ({"loss.distill": "topk_clipped"}, True, True, False),
+])
+def test_plan_refuses_what_a_driver_cannot_supply(changes, loop, trl, serve):
+    """The driver table (issue 44) against the refusals it replaced: the TRL engine's _check_settings (no episodes,
+    no overlap, advantage direct / grpo) and the server's list (no grpo / gae, no KL term, no top-k ids, no overlap,
+    and no episodes: a served turn has no episode)."""
+    cfg = override(PPOConfig(strategy="combined"), changes)
+    for driver, runs in (("loop", loop), ("trl", trl), ("serve", serve)):
+        assert (driver_refusal(cfg, driver) is None) == runs, (driver, changes)
+        if not runs:
+            with pytest.raises(ValueError, match=f"^{DRIVERS[driver].name} does not support"):
+                plan(cfg, driver)
 
 
 def test_unknown_names_are_refused():

@@ -64,8 +64,14 @@ def test_an_openai_compatible_url_as_judge(tmp_path):
     assert opd[0]["teacher_logprob_len"] == len(t.response_ids) and len(opd[0]["votes"]) == m
 
 
-def test_an_unreachable_judge_gives_failed_votes_not_a_crash(tmp_path):
-    with LiveServer(_cfg(judge="http://127.0.0.1:9", train=False), port=0) as srv:  # port 9: nothing listens
+def _broken(messages):
+    raise RuntimeError("the judge's model went away")  # the endpoint answers HTTP 500
+
+
+def test_a_judge_whose_requests_fail_gives_failed_votes_not_a_crash(tmp_path):
+    """The endpoint answers /v1/models (a URL that does not is refused at the start: R4-10,
+    tests/apps/test_safety_r4_judge.py), then fails every completion: failed votes, an excluded turn, no crash."""
+    with ScriptedJudge(reply=_broken) as url, LiveServer(_cfg(judge=url, train=False), port=0) as srv:
         c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
         c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "u"})
         c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},

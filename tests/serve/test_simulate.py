@@ -98,7 +98,7 @@ class RecordingDriver:
 
 def test_session_alternates_questions_and_replies():
     from claw_lib.config import TaskConfig
-    from claw_lib.toy.users import make_env
+    from claw_lib.toy.envs import make_env
 
     env = make_env(TaskConfig(user="teacher"), seed=5)
     drv = RecordingDriver("Paris.")

@@ -83,9 +83,9 @@ def test_the_server_refuses_the_training_loops_judge_setting():
     never silently ignored (the server's own is ServeConfig.judge, claw serve --judge)."""
     from dataclasses import replace
 
-    from claw_lib.serve.config import ServeConfig, _default_ppo, check_serve_config
+    from claw_lib.serve.config import ServeConfig, default_ppo, check_serve_config
 
-    ppo = _default_ppo()
+    ppo = default_ppo()
     check_serve_config(ServeConfig(ppo=ppo))
     with pytest.raises(ValueError, match=r"ppo\.opd\.judge.*ServeConfig\.judge"):
         check_serve_config(ServeConfig(ppo=replace(ppo, opd=replace(ppo.opd, judge="http://127.0.0.1:9/v1"))))

@@ -170,7 +170,7 @@ def test_the_new_question_rule_changes_no_toy_reply():
     """Every reply of every simulated user (vague complaints included) gets the same hint as before the rule: the
     rule only reads replies that vote 0 and end with a question mark, and none of theirs do."""
     from claw_lib.config import TaskConfig
-    from claw_lib.toy.users import make_env
+    from claw_lib.toy.envs import make_env
 
     j = RuleJudge()
     for user in ("correcting", "teacher", "student", "ta", "tool"):

@@ -108,7 +108,7 @@ def test_training_path_uses_the_control_teacher(tiny):
     """compute_signals with opd.contrast="unrelated" (opd strategy, teacher user): each hinted turn's signal is
     log pi_T(hint) - log pi_T(unrelated follow-up), both teachers scored here independently on the response ids."""
     from claw_lib.models.lm import encode, ids_logprobs, load_causal_lm, pad_token_id
-    from claw_lib.rl.ppo import Scorer, compute_signals, rollout, task_teacher_prompt
+    from claw_lib.rl.ppo import Scorer, compute_signals, rollout
     from claw_lib.signals.opd import frozen_teacher
     from claw_lib.text.corrections import guess_lang
     from claw_lib.toy.users import FactEnv
@@ -123,8 +123,8 @@ def test_training_path_uses_the_control_teacher(tiny):
     assert hinted
     for b in hinted:
         ids = ro.response_ids[b]
-        prompts = [task_teacher_prompt(ro.tasks[b], sig.hints[b], tok),
-                   task_teacher_prompt(ro.tasks[b], unrelated_hint(guess_lang(ro.texts[b], sig.hints[b]), b), tok)]
+        prompts = [ro.tasks[b].teacher_prompt(sig.hints[b], tok),
+                   ro.tasks[b].teacher_prompt(unrelated_hint(guess_lang(ro.texts[b], sig.hints[b]), b), tok)]
         t, c = ids_logprobs(ref, [encode(tok, q) for q in prompts], [ids, ids], pad_token_id(tok), temperature=1.0)[0]
         got = sig.token_signal[b, :len(ids)].cpu().numpy()
         assert np.allclose(got, t - c, atol=1e-4)

@@ -387,7 +387,7 @@ def test_the_training_loop_reads_the_corrections_through_the_runs_reviser(e5):
 
     _, tok = load_causal_lm("tiny")
     text = "法国的首都是伦敦。"
-    task = SimpleNamespace(fact=SimpleNamespace(question=lambda: "法国的首都是哪里？"))
+    task = SimpleNamespace(question="法国的首都是哪里？")  # what the stages read of a task (rl.driver.TaskView)
     ro = SimpleNamespace(tasks=[task], texts=[text], feedback=[SimpleNamespace(next_state="不对，是巴黎。")],
                          response_ids=[encode(tok, text)])
     cfg = PPOConfig(strategy="binary", subtokens="first")

@@ -5,8 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claw_lib.signals.reward_model import (LabelledRows, TokenRewardModel, baseline_metrics, evaluate, label_rows,
-                                           value_auc, word_features, world_rows)
+                                           value_auc, word_features)
 from claw_lib.text.tokens import Token, tokenize
+from claw_lib.toy.probe import world_rows
 from claw_lib.toy.world import FactWorld
 
 

@@ -87,7 +87,7 @@ def test_the_loop_rewards_each_step_with_outcome_and_vote():
     from claw_lib.rl.ppo import Scorer, compute_signals, rollout
     from claw_lib.signals.opd import judge_turn
     from claw_lib.toy.evaluation import evaluate_policy
-    from claw_lib.toy.users import make_env
+    from claw_lib.toy.envs import make_env
 
     policy, tok = load_causal_lm("tiny")
     for how in ("outcome", "outcome+prm"):
@@ -110,7 +110,7 @@ def test_the_loop_rewards_each_step_with_outcome_and_vote():
 
 
 def test_tool_chain_trains_with_binary_rl_only():
-    from claw_lib.rl.ppo import train
+    from claw_lib.rl.run import train
 
     with pytest.raises(ValueError, match="tool-chain' trains with strategy 'binary_rl'"):
         train(PPOConfig(strategy="opd", task=TaskConfig(user="tool-chain"), steps=1, progress=False))

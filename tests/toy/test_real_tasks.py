@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 
 from claw_lib.toy.real_tasks import KINDS, RealTaskEnv, RealTaskSet, env_splits, real_facts
-from claw_lib.toy.users import make_env, states_value
+from claw_lib.toy.envs import make_env
+from claw_lib.toy.users import states_value
 
 
 def test_counts_languages_and_splits():
