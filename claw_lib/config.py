@@ -30,7 +30,7 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
            "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS",
-           "REVISER_COMBINES"]
+           "REVISER_COMBINES", "LOCALISERS"]
 
 
 class SettingError(ValueError):
@@ -92,6 +92,9 @@ REVISER_SCOPES = ("sentence", "output")
 REVISER_MODELS = ("auto", "none", "base")
 #: how the revision's reading and the rules' combine (``RewardConfig.reviser.combine``)
 REVISER_COMBINES = ("revision", "rules_first", "union")
+#: who finds the wrong words of a pair (``RewardConfig.localiser``): the rules (and the reviser where
+#: ``reviser.model`` gives one), the reviser (required), or the learned localiser (claw_lib.signals.localiser)
+LOCALISERS = ("rules", "reviser", "learned")
 
 
 @dataclass
@@ -314,6 +317,12 @@ class RewardConfig:
     """encoder, layer, lexical weight, gap costs, threshold"""
     reviser: ReviserConfig = field(default_factory=ReviserConfig)
     """the reviser stage (binary / continuous / sentence): which LM reads the correction, and how"""
+    localiser: str = "rules"
+    """who finds the wrong words (binary / continuous / sentence): "rules" (the evidence rules, through the reviser
+    where ``reviser.model`` gives one: the kit as before), "reviser" (the same, but a run without a reviser LM is
+    refused) or "learned" (the localiser trained on generated pairs, ``data/localiser.pt``,
+    :mod:`claw_lib.signals.localiser`; no reviser LM is loaded). Default "rules": chosen on the probe sets' dev
+    splits (results/probe_sets.md, section "The learned localiser")"""
 
 
 @dataclass
@@ -703,7 +712,7 @@ CHOICES: Dict[str, Tuple] = {
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS, "reward.reviser.scope": REVISER_SCOPES,
-    "reward.reviser.combine": REVISER_COMBINES,
+    "reward.reviser.combine": REVISER_COMBINES, "reward.localiser": LOCALISERS,
 }
 
 

@@ -281,7 +281,8 @@ class Localiser:
         """Write the checkpoint to ``path`` (a file name or an open binary file)."""
         import torch
 
-        torch.save({"state": self.net.state_dict(), "mu": self.mu, "sd": self.sd, "features": self.features,
+        torch.save({"state": self.net.state_dict(), "mu": torch.from_numpy(np.asarray(self.mu, np.float32)),
+                    "sd": torch.from_numpy(np.asarray(self.sd, np.float32)), "features": self.features,
                     "threshold": self.threshold, "hidden": self.hidden, "meta": self.meta or {}},
                    path if hasattr(path, "write") else str(path))
 
@@ -335,11 +336,12 @@ def train(feats: Sequence[np.ndarray], labels: Sequence[Tuple[np.ndarray, np.nda
 def _load(path: str) -> Localiser:
     import torch
 
-    ck = torch.load(path, map_location="cpu", weights_only=False)
+    ck = torch.load(path, map_location="cpu", weights_only=True)  # tensors and plain values only
     net = _net(len(ck["mu"]), ck["hidden"])
     net.load_state_dict(ck["state"])
     net.eval()
-    return Localiser(net, ck["mu"], ck["sd"], ck["features"], float(ck["threshold"]), ck["hidden"], ck["meta"])
+    return Localiser(net, ck["mu"].numpy(), ck["sd"].numpy(), ck["features"], float(ck["threshold"]), ck["hidden"],
+                     ck["meta"])
 
 
 def load_localiser(path=None) -> Localiser:

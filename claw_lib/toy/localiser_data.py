@@ -291,12 +291,12 @@ _R = {
         "asides": ("我上个月刚去过那里。", "我儿子最近也在学这个。", "今天天气真好。", "对了，我明天要出差。", "哈哈，我以前也记错过。",
                    "我上周跑了{N}公里。", "我家离这儿{N}公里。", "我{N}岁的时候就知道这个。", "我们班有{N}个人。", "{X}"),
         "question": ("不是{T}吗？", "难道不是{T}吗？", "{W}？我记得是{T}吧？", "确定是{W}吗？应该是{T}吧？", "{A}不是{T}吗？"),
-        "then_question": ("{C}谢谢，顺便问下，{Q}？", "{C}另外，{Q}？", "{C}对了，{Q}？"),
+        "then_question": ("{C}谢谢，顺便问下，{Q}？", "{C}另外，{Q}？", "{C}对了，{Q}？", "{C}那{QX}"),
         "questions": ("明天会下雨吗", "你能推荐一本书吗", "Python怎么读文件", "晚饭吃什么好", "这个周末有什么电影"),
         "confirm": ("对，谢谢！", "明白了，谢谢。", "好的，很清楚。", "说得好。", "没错。", "懂了，谢谢你的解释。",
                     "没错，而且{X}", "对，{X}", "是的。另外，{X}", "对，{V}没错。", "嗯，{V}，我也记得是这样。"),
         "confirm_question": ("谢谢！那{Q}？", "懂了。顺便问一下，{Q}？", "好的。{Q}？", "明白了，那{V}呢？", "谢谢！{V}也是这样吗？",
-                             "对，那{A}呢？"),
+                             "对，那{A}呢？", "谢谢！那{QX}", "明白了。{QX}", "好的，懂了。顺便问下，{QX}"),
         "multi": ("{C1}还有，{C2}", "两处错了：{A1}是{T1}，{A2}是{T2}。", "{W1}应该是{T1}，{W2}应该是{T2}。",
                   "不是{W1}，是{T1}；也不是{W2}，是{T2}。"),
         "short": ("{T}才对。", "应该是{T}。", "是{T}，不是{W}。"),
@@ -323,14 +323,15 @@ _R = {
                    "There are {N} people in my class.", "{X}"),
         "question": ("Isn't it {T}?", "Wasn't it {T}?", "{W}? I thought it was {T}?", "Are you sure about {W}? Isn't it {T}?",
                      "Isn't {A} {T}?"),
-        "then_question": ("{C} Thanks. By the way, {Q}?", "{C} Also, {Q}?", "{C} Oh, and {Q}?"),
+        "then_question": ("{C} Thanks. By the way, {Q}?", "{C} Also, {Q}?", "{C} Oh, and {Q}?", "{C} And {QX}"),
         "questions": ("will it rain tomorrow", "can you recommend a book", "how do I read a file in Python",
                       "what should I cook tonight", "what films are on this weekend"),
         "confirm": ("Right, thanks!", "Got it, thank you.", "Makes sense.", "Great answer.", "Correct.",
                     "Thanks, that is clear now.", "Right, and {X}", "Yes. Also, {X}", "Exactly. {X}", "Yes, {V} is right.",
                     "Right, {V}. I remembered that too."),
         "confirm_question": ("Thanks! And {Q}?", "Got it. By the way, {Q}?", "OK. {Q}?", "Got it, and what about {V}?",
-                             "Thanks! Is {V} the same?", "Right. And what about {A}?"),
+                             "Thanks! Is {V} the same?", "Right. And what about {A}?", "Thanks! {QX}", "Cool. {QX}",
+                             "Nice, thank you. By the way, {QX}"),
         "multi": ("{C1} Also, {C2}", "Two mistakes: {A1} is {T1}, and {A2} is {T2}.", "{W1} should be {T1} and {W2} should be {T2}.",
                   "Not {W1} but {T1}, and not {W2} but {T2}."),
         "short": ("It's {T}.", "{T} is right.", "It's {T}, not {W}."),
@@ -467,13 +468,15 @@ def _pick(src: List[Tuple[str, List[Statement]]], source: str, rng: random.Rando
 
 def _context(pool: Dict[str, list], sts: List[Statement], errs: List[_Err], rng: random.Random) -> Dict[str, str]:
     """The slots a reply may use besides the error: X, a true sentence of the bank the output does not say (an
-    elaboration, a reason, an aside); V, a value the output says rightly (else the attribute); A, an attribute."""
+    elaboration, a reason, an aside) and QX, the question it answers (a follow-up question); V, a value the output
+    says rightly (else the attribute); A, an attribute."""
     others = [st for _, group in pool["bank"] for st in group if st not in sts]
     wrong = {e.k for e in errs}
     right = [st for k, st in enumerate(sts) if k not in wrong]
     pick = rng.choice(right or sts)
-    return {"X": rng.choice(others).say()[0], "V": pick.truth if right else (pick.attr or pick.truth),
-            "A": pick.attr or pick.truth}
+    other = rng.choice(others)
+    return {"X": other.say()[0], "V": pick.truth if right else (pick.attr or pick.truth), "A": pick.attr or pick.truth,
+            "QX": _ask(other)}
 
 
 def normalised(text: str) -> str:
@@ -497,6 +500,8 @@ def training_pairs(n: int, seed: int = 0, styles: Sequence[str] = STYLES, langs:
     rows = []
     while len(rows) < n:
         lang, style, source = rng.choice(list(langs)), rng.choice(list(styles)), rng.choice(list(sources))
+        if style not in NO_ERROR_STYLES and rng.random() < 0.12 and set(NO_ERROR_STYLES) & set(styles):
+            style = rng.choice([x for x in NO_ERROR_STYLES if x in styles])  # a no-error reply about a quarter of the time
         question, sts = _pick(pools[lang][source], source, rng)
         if style in ("swap", "multi") and len(sts) < 2:
             continue
