@@ -101,8 +101,15 @@ def reviser_numbers() -> dict:
     for key, m in doc["metrics"].items():
         name, sname, split = key.split(" | ")
         if name == "reviser, binary":
-            out[("reviser (committed), binary", sname, split)] = {**m, "groups": m.get("groups", {})}
+            out[("reviser (committed), binary", sname, split)] = _nan(m)
     return out
+
+
+def _nan(x):
+    """The JSON's nulls (NaN written as null) read back as NaN."""
+    if isinstance(x, dict):
+        return {k: _nan(v) for k, v in x.items()}
+    return float("nan") if x is None else x
 
 
 def ablation() -> list:
