@@ -91,3 +91,22 @@ def test_the_shipped_checkpoint_is_small_and_loads():
     assert L.CHECKPOINT.stat().st_size < 2_000_000
     loc = L.load_localiser()
     assert loc.features in L.FEATURE_SETS and 0 < loc.threshold < 1 and loc.meta["pairs"] > 0
+
+
+def test_claw_rewards_reads_the_setting(tmp_path, capsys):
+    """`claw rewards --localiser learned`, one pair and a JSONL file, gives the shipped localiser's rewards."""
+    import json
+
+    from claw_lib.apps.cli import main
+
+    out, cor = "法国的首都是伦敦。", "不对，法国的首都是巴黎。"
+    want = L.learned_rewards([{"output": out, "correction": cor}], "binary")[0]
+    assert main(["rewards", out, cor, "--localiser", "learned", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["source"] == "learned" and [t["reward"] for t in d["tokens"]] == want.rewards.tolist()
+    assert min(d["tokens"], key=lambda t: t["reward"])["text"] == "伦敦"
+    f = tmp_path / "in.jsonl"
+    f.write_text(json.dumps({"output": out, "correction": cor}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert main(["rewards", "--input", str(f), "--localiser", "learned"]) == 0
+    line = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert [t["reward"] for t in line["tokens"]] == want.rewards.tolist()
