@@ -4,4 +4,5 @@ tool (:mod:`~claw_lib.toy.tools`), the pre-training corpus (:mod:`~claw_lib.toy.
 GPT (:mod:`~claw_lib.toy.pretrain`), simulated users (:mod:`~claw_lib.toy.users`), the multi-step tool task
 (:mod:`~claw_lib.toy.chains`), real-world questions (:mod:`~claw_lib.toy.real_tasks`), greedy evaluation and
 the hinted teacher's score (:mod:`~claw_lib.toy.evaluation`), the labelled probe set
-(:mod:`~claw_lib.toy.probe`) and, at the top, the factory :func:`~claw_lib.toy.envs.make_env`."""
+(:mod:`~claw_lib.toy.probe`), the learned localiser's training pairs and its training (:mod:`~claw_lib.toy.localiser_data`,
+:mod:`~claw_lib.toy.localiser_fit`) and, at the top, the factory :func:`~claw_lib.toy.envs.make_env`."""
