@@ -55,3 +55,37 @@ def test_deterministic_and_styles_restrict():
     assert {r["style"] for r in training_pairs(40, 0, ("swap", "confirm"))} == {"swap", "confirm"}
     with pytest.raises(ValueError, match="styles"):
         training_pairs(5, 0, ("nonsense",))
+
+
+def test_the_threshold_is_the_best_on_the_sets_given():
+    """choose_threshold picks the threshold whose criterion (mean hit / precision / recall, probe_metrics) is highest,
+    recomputed here threshold by threshold; the ties go to the lower one."""
+    import numpy as np
+
+    from claw_lib.signals import localiser as L
+    from claw_lib.toy.localiser_fit import THRESHOLDS, choose_threshold
+    from claw_lib.toy.probe import probe_metrics
+
+    rows = training_pairs(40, 5)
+    feats = [L.pair_features(r["output"], r["correction"], r["question"]) for r in rows]
+    loc = L.train([X for _, X in feats], [L.word_labels(r, t) for r, (t, _) in zip(rows, feats)], epochs=2, hidden=8)
+    sets = {"a": training_pairs(15, 6), "b": training_pairs(15, 7)}
+    scores = choose_threshold(loc, sets)
+    assert set(scores) == set(THRESHOLDS)
+    for t in THRESHOLDS:
+        loc_t = L.Localiser(loc.net, loc.mu, loc.sd, threshold=t)
+        ms = [probe_metrics(rs, "binary", results=L.learned_rewards(rs, "binary", localiser=loc_t)) for rs in sets.values()]
+        want = float(np.nanmean([[m[k] for k in ("hit_rate", "precision", "recall")] for m in ms]))
+        assert abs(scores[t] - want) < 1e-12
+    best = max(round(v, 6) for v in scores.values())
+    assert loc.threshold == min(t for t in THRESHOLDS if round(scores[t], 6) == best)
+
+
+def test_train_localiser_never_overwrites_a_checkpoint(tmp_path, capsys):
+    from tests.tool_module import load_tool
+
+    out = tmp_path / "loc.pt"
+    out.write_bytes(b"mine")
+    with pytest.raises(SystemExit, match="error: .*exists"):
+        load_tool("train_localiser").main(["--out", str(out), "--pairs", "10"])
+    assert out.read_bytes() == b"mine"
