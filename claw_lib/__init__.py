@@ -32,7 +32,8 @@ brackets)::
     │   ├── reviser_lm.py    the LMs behind it: a local HF model, an OpenAI-compatible URL, a cache of replies
     │   ├── endpoint.py      an OpenAI-compatible URL, checked once (GET /v1/models): reviser and judge
     │   ├── baselines.py     what the reviser is measured against: last content word, edit distance, contrast
-    │   └── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
+    │   ├── reward_model.py  a token-level reward model: the alignment's rewards from the output alone
+    │   └── localiser.py     a learned localiser: P(wrong) per output word from (question, output, correction) [10 13]
     ├── models/          causal LMs and encoders, loaded offline                               [00 05a]
     │   ├── loading.py       local files only, one clear error
     │   ├── offline.py       the offline encoders' names -> their local folders
@@ -66,6 +67,8 @@ brackets)::
     │   ├── homework.py      the personal-agent personas: acceptance checks, scripted homework users (en, zh)
     │   ├── homework_eval.py the personal-agent ceiling: untrained, prompted, hinted teacher
     │   ├── probe.py         the labelled probe set and alignment-quality metrics; rows from the toy world
+    │   ├── localiser_data.py  the learned localiser's training pairs, labelled by construction
+    │   ├── localiser_fit.py the learned localiser trained on them, its threshold chosen on the probe dev splits
     │   └── envs.py          make_env: the environment a TaskConfig asks for (the top of toy/)
     ├── apps/            what a person runs                                                    [02 11]
     │   ├── cli.py           the ``claw`` command: one _add_* / _cmd_* pair per subcommand (COMMANDS)

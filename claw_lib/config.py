@@ -31,7 +31,7 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
            "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS",
            "REVISER_COMBINES", "HOMEWORK_PERSONAS", "GSM8K_SPLITS",
-           "CEILING_CONDITIONS", "DECODINGS"]
+           "CEILING_CONDITIONS", "DECODINGS", "LOCALISERS"]
 
 
 class SettingError(ValueError):
@@ -106,6 +106,9 @@ REVISER_SCOPES = ("sentence", "output")
 REVISER_MODELS = ("auto", "none", "base")
 #: how the revision's reading and the rules' combine (``RewardConfig.reviser.combine``)
 REVISER_COMBINES = ("revision", "rules_first", "union")
+#: who finds the wrong words of a pair (``RewardConfig.localiser``): the rules (and the reviser where
+#: ``reviser.model`` gives one), the reviser (required), or the learned localiser (claw_lib.signals.localiser)
+LOCALISERS = ("rules", "reviser", "learned")
 
 
 @dataclass
@@ -328,6 +331,13 @@ class RewardConfig:
     """encoder, layer, lexical weight, gap costs, threshold"""
     reviser: ReviserConfig = field(default_factory=ReviserConfig)
     """the reviser stage (binary / continuous / sentence): which LM reads the correction, and how"""
+    localiser: str = "rules"
+    """who finds the wrong words (binary / continuous / sentence): "rules" (the evidence rules, through the reviser
+    where ``reviser.model`` gives one: the kit as before), "reviser" (the same, but a run without a reviser LM is
+    refused) or "learned" (the localiser trained on generated pairs, ``data/localiser.pt``,
+    :mod:`claw_lib.signals.localiser`; no reviser LM is loaded). Default "rules", chosen on the probe sets' dev
+    splits (the mean of hit rate, precision and recall over v2, long and real dev: rules 0.69, learned 0.65;
+    results/probe_sets.md, section "The learned localiser"; on test the learned one is ahead)"""
 
 
 @dataclass
@@ -717,7 +727,7 @@ CHOICES: Dict[str, Tuple] = {
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS, "reward.reviser.scope": REVISER_SCOPES,
-    "reward.reviser.combine": REVISER_COMBINES,
+    "reward.reviser.combine": REVISER_COMBINES, "reward.localiser": LOCALISERS,
     # the personal-agent experiment's choices (the GSM8K stream's persona and problem set), not PPOConfig settings:
     # validate() skips them; the commands that take them read their choices from here
     "homework.persona": HOMEWORK_PERSONAS, "homework.split": GSM8K_SPLITS,

@@ -28,3 +28,14 @@ def test_both_readmes_show_every_probe_set_with_and_without_the_reviser():
         text = (ROOT / name).read_text(encoding="utf-8")
         missing = [r for r in rows if r not in text]
         assert not missing, (name, missing[:3])
+
+
+def test_both_readmes_show_the_learned_localiser_on_every_probe_set():
+    """The learned localiser beside the rules and their combination, every set's dev and test split, as
+    tools/readme_tables.py prints them from results/probe_localiser.json, in README.md and README.zh-CN.md alike."""
+    rows = load_tool("readme_tables").localiser_rows().splitlines()[2:]
+    assert len(rows) == 3 * 2 * 3
+    for name in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        missing = [r for r in rows if r not in text]
+        assert not missing, (name, missing[:3])

@@ -37,6 +37,8 @@ from claw_lib.utils import add_report_args, publish_report, report_path
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "results" / "probe_reviser_cache.jsonl"
 CONTRAST_CACHE = ROOT / "results" / "probe_contrast_cache.jsonl"
+#: the learned localiser's section (tools/probe_localiser.py), copied into the report when it is there
+LOCALISER_SECTION = ROOT / "results" / "probe_localiser.md"
 #: targets on test: v2's (issue 16, per language and style), the long set's (issue 23, per language), and the
 #: reviser's (issue 35, per language: the long set; the real-output set: recall at precision)
 TARGETS = {"v2": {"hit_rate": 0.9, "precision": 0.8, "recall": 0.85},
@@ -304,6 +306,8 @@ def report(res: dict, rv: dict = None) -> str:
             "", quality_table(judge), ""]
     if rv is not None:
         out += reviser_sections(rv)
+    if LOCALISER_SECTION.exists():  # tools/probe_localiser.py wrote it (issue 47)
+        out += [LOCALISER_SECTION.read_text("utf-8").strip(), ""]
     out += ["## Targets not reached on test", ""] + (_misses(res, rv) or ["(none)"]) + [""]
     return "\n".join(out)
 

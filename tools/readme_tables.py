@@ -1,5 +1,5 @@
 """Print the README's result tables from the committed grids (results/*/ablation.csv) and probe measurements
-(results/probe_reviser.json).
+(results/probe_reviser.json, results/probe_localiser.json).
 
     .venv/bin/python tools/readme_tables.py            # every table, in the order the README shows them
     .venv/bin/python tools/readme_tables.py --out t.md # also written there (refused if it exists; --force)
@@ -76,6 +76,8 @@ def main(argv=()) -> int:
         tables()
         print("\n## reading the correction (reviser)\n")
         print(reviser_rows())
+        print("\n## the learned localiser\n")
+        print(localiser_rows())
     publish_report(buf.getvalue().rstrip("\n"), out, a.force)
     return 0
 
@@ -106,6 +108,33 @@ def reviser_rows(path="results/probe_reviser.json", strategy="binary") -> str:
                 used = f"{m['sources'].get('revision', 0)} / {m['n']}" if reader == "reviser" else ""
                 lines.append(f"| {label} | {split} | {reader} | {cell(m)} | {cell(lang['zh'])} | {cell(lang['en'])} | "
                              f"{m['span_recall']:.2f} | {m['no_error_ok']:.2f} | {used} |")
+    return "\n".join(lines)
+
+
+def localiser_rows(path="results/probe_localiser.json", strategy="binary") -> str:
+    """The learned localiser (issue 47) beside the rules and their combination (the rules where they find a
+    contradiction, else the localiser) on every probe set's dev and test split: hit / precision / recall, all and per
+    language, whole-span recall, no-error rows, pairs per second (results/probe_localiser.json, written by
+    tools/probe_localiser.py)."""
+    import json
+
+    doc = json.loads((ROOT / path).read_text(encoding="utf-8"))
+    metrics, speed = doc["metrics"], doc["pairs_per_second"]
+
+    def cell(m):
+        return f"{m['hit_rate']:.2f} / {m['precision']:.2f} / {m['recall']:.2f}"
+
+    readers = (("rules", "rules"), ("learned", "learned"), ("rules first, then learned", "rules + learned (rules first)"))
+    lines = ["| set | split | reader | all | zh | en | whole-span recall | no-error rows ok | pairs/s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, label in SETS:
+        for split in ("dev", "test"):
+            for reader, name in readers:
+                m = metrics[f"{name}, {strategy} | {key} | {split}"]
+                lang = m["groups"]["lang"]
+                ps = speed.get(f"{reader} {key} {split}")
+                lines.append(f"| {label} | {split} | {reader} | {cell(m)} | {cell(lang['zh'])} | {cell(lang['en'])} | "
+                             f"{m['span_recall']:.2f} | {m['no_error_ok']:.2f} | {'' if ps is None else f'{ps:.0f}'} |")
     return "\n".join(lines)
 
 

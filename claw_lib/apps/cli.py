@@ -125,6 +125,8 @@ def _cmd_rewards(a) -> int:
     judge, reviser = _judge_and_reviser(a, cfg)
 
     def one(r):
+        if cfg.localiser == "learned" and a.strategy != "perplexity":  # a line's rewards as batch_rewards reads it
+            return batch_rewards([r], a.strategy, cfg, enc)[0].to_dict()
         return token_rewards(r["output"], r["correction"], a.strategy, cfg, encoder=enc, judge=judge,
                              question=r.get("question")).to_dict()
 
@@ -132,7 +134,7 @@ def _cmd_rewards(a) -> int:
         records = read_jsonl(a.input, ("output", "correction"), optional=("question",))
         if enc is not None:
             prefetch(enc, records, cfg.align, clean=cfg.clean)
-        if reviser is not None:  # the rules line by line (a line's error stays its own), then the LM in batches
+        if reviser is not None and cfg.localiser != "learned":  # the rules line by line (a line's error stays its own), then the LM in batches
             one = revised_lines(records, a.strategy, reviser, cfg, enc)
         return write_jsonl(records, one, a.input, a.out, a.force, "rewards")
     tr = batch_rewards([{"output": a.output, "correction": a.correction, "question": a.question}], a.strategy, cfg,
@@ -177,7 +179,9 @@ def _coloured(tr, color: bool) -> str:
             s = ("\033[32m" if r >= 0 else "\033[31m") + s + "\033[0m"
         parts.append(s)
     head = f"strategy={tr.strategy}  correction used: {tr.info.get('clean_correction', '')!r}"
-    if "source" in tr.info:
+    if "localiser" in tr.info:  # the learned localiser: P(wrong) per word, no alignment
+        head = f"strategy={tr.strategy}  source=learned  threshold on P(wrong): {tr.info['localiser']['threshold']}"
+    elif "source" in tr.info:
         head = (f"strategy={tr.strategy}  source={tr.info['source']}  revision: {tr.info['revision']!r}  "
                 f"({tr.info['reviser']['why']})")
     return head + "\n" + " ".join(parts)

@@ -70,6 +70,8 @@ def _source_html(tr) -> str:
     """Through the reviser: which path gave the rewards and the revision; else ""."""
     if "source" not in tr.info:
         return ""
+    if "localiser" in tr.info:  # the learned localiser (RewardConfig.localiser "learned"): no revision, no alignment
+        return f"<p class='claw-source'>source: <b>learned</b> (P(wrong) >= {tr.info['localiser']['threshold']})</p>"
     rv = tr.info["revision"]
     return (f"<p class='claw-source'>source: <b>{html.escape(tr.info['source'])}</b> "
             f"({html.escape(tr.info['reviser']['why'])}); revision: {'(none)' if rv is None else html.escape(rv)}</p>")

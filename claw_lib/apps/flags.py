@@ -65,7 +65,7 @@ TRAIN_FLAGS = {
     "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--eval-split": "task.eval_split",
     "--chain-reward": "task.chain_reward",
     "--lora-impl": "lora_impl", "--judge": "opd.judge", "--judge-model": "opd.judge_model", "--judge-votes": "opd.m",
-    "--distill": "loss.distill", "--reviser": "reward.reviser.model",
+    "--distill": "loss.distill", "--reviser": "reward.reviser.model", "--localiser": "reward.localiser",
 }
 #: ``claw align`` and ``claw rewards``: the alignment's settings (``PPOConfig.reward.align``, an AlignConfig)
 ALIGN_FLAGS = {
@@ -78,7 +78,8 @@ ALIGN_FLAGS = {
 REWARD_FLAGS = {"--judge-weight": "reward.judge_weight", "--reviser": "reward.reviser.model",
                 "--reviser-model-name": "reward.reviser.remote_model", "--reviser-scope": "reward.reviser.scope",
                 "--reviser-gate": "reward.reviser.gate", "--reviser-samples": "reward.reviser.samples",
-                "--reviser-min-similarity": "reward.reviser.min_similarity", "--reviser-combine": "reward.reviser.combine"}
+                "--reviser-min-similarity": "reward.reviser.min_similarity", "--reviser-combine": "reward.reviser.combine",
+                "--localiser": "reward.localiser"}
 #: ``claw opd``: the policy (also the teacher) and the OPD signal's settings (an OPDConfig)
 OPD_FLAGS = {"--model": "model", "--device": "device", "--dtype": "dtype", "--clip": "opd.clip",
              "--kappa": "opd.kappa", "--w-rl": "opd.w_rl", "--w-opd": "opd.w_opd"}

@@ -7,4 +7,6 @@ the alignment's rewards from the output alone (:mod:`~claw_lib.signals.reward_mo
 an instruct LM rewrites the output as the correction wants it and the alignment output <-> revision gives the rewards
 (:mod:`~claw_lib.signals.reviser`; its LMs, local, remote or cached, :mod:`~claw_lib.signals.reviser_lm`), and the
 baselines it was measured against (:mod:`~claw_lib.signals.baselines`: last content word, lexical edit distance,
-perplexity contrast with a control; notebook 10)."""
+perplexity contrast with a control; notebook 10); the learned localiser, a small network that reads (question, output,
+correction) and gives every output word a probability of being wrong (:mod:`~claw_lib.signals.localiser`, notebooks 10
+and 13)."""

@@ -346,7 +346,8 @@ def wants_base(cfg, n_params: int) -> bool:
     :data:`~claw_lib.config.SMALL_MODEL_PARAMS` (the run then holds the base: LoRA's adapter-disabled view, or a frozen
     copy)."""
     name = cfg.reward.reviser.model
-    return cfg.strategy in ALIGNMENT_STRATEGIES and (name == "base" or name == "auto" and n_params > SMALL_MODEL_PARAMS)
+    return cfg.strategy in ALIGNMENT_STRATEGIES and cfg.reward.localiser != "learned" and (
+        name == "base" or name == "auto" and n_params > SMALL_MODEL_PARAMS)
 
 
 def run_reviser(cfg, ref, tokenizer) -> Optional[Reviser]:
@@ -355,23 +356,38 @@ def run_reviser(cfg, ref, tokenizer) -> Optional[Reviser]:
     the strategies that read no alignment and where :func:`auto_reviser` says so (the tiny GPT)."""
     from ..models.lora import AdapterDisabled
 
-    if cfg.strategy not in ALIGNMENT_STRATEGIES:
+    if cfg.strategy not in ALIGNMENT_STRATEGIES or cfg.reward.localiser == "learned":
         return None
     base, off = (ref.model, True) if isinstance(ref, AdapterDisabled) else (ref, False)
-    return auto_reviser(cfg.reward.reviser, base, tokenizer, adapters_off=off, device=cfg.reward.align.device)
+    rv = auto_reviser(cfg.reward.reviser, base, tokenizer, adapters_off=off, device=cfg.reward.align.device)
+    _check_localiser(cfg.reward, cfg.strategy, rv)
+    return rv
 
 
 def batch_rewards(rows: Sequence[dict], strategy: str, config: RewardConfig, encoder=None, judge=None,
                   reviser: Optional[Reviser] = None, response_ids=None) -> List[TokenRewards]:
     """The token rewards of a batch of responses, one :class:`TokenRewards` per row (rows: ``output``,
-    ``correction``, ``question``): through the reviser (:func:`revised_rewards`, the LM in batches) when one is given
-    and the strategy reads an alignment, else :func:`~claw_lib.signals.rewards.token_rewards` row by row
+    ``correction``, ``question``): with ``config.localiser`` "learned" from the learned localiser
+    (:func:`~claw_lib.signals.localiser.learned_rewards`); through the reviser (:func:`revised_rewards`, the LM in
+    batches) when one is given and the strategy reads an alignment, else :func:`~claw_lib.signals.rewards.token_rewards` row by row
     (response_ids: per row, the policy's ids, for perplexity). What the training loop and the TRL engine call."""
+    if config.localiser == "learned" and strategy in ALIGNMENT_STRATEGIES:  # RewardConfig.localiser
+        from .localiser import learned_rewards
+
+        return learned_rewards(rows, strategy, config, encoder)
+    _check_localiser(config, strategy, reviser)
     if reviser is not None and strategy in ALIGNMENT_STRATEGIES:
         return revised_rewards(rows, strategy, reviser, config, encoder)
     ids = response_ids if response_ids is not None else [None] * len(rows)
     return [token_rewards(r["output"], r["correction"], strategy, config, encoder=encoder, judge=judge,
                           question=r.get("question"), response_ids=i) for r, i in zip(rows, ids)]
+
+
+def _check_localiser(config: RewardConfig, strategy: str, reviser: Optional[Reviser]) -> None:
+    """``localiser`` "reviser" without a reviser LM is refused (ValueError naming the setting)."""
+    if config.localiser == "reviser" and reviser is None and strategy in ALIGNMENT_STRATEGIES:
+        raise ValueError("reward.localiser 'reviser' needs a reviser LM: set reward.reviser.model (--reviser "
+                         "MODEL|URL), or use localiser 'rules' or 'learned'")
 
 
 # --------------------------------------------------------------------------- rewards (the formulas: signals/rewards.py)

@@ -6,4 +6,5 @@ GPT (:mod:`~claw_lib.toy.pretrain`), simulated users (:mod:`~claw_lib.toy.users`
 GSM8K problems (:mod:`~claw_lib.toy.gsm8k`), homework personas (:mod:`~claw_lib.toy.homework`) and ceiling
 (:mod:`~claw_lib.toy.homework_eval`), greedy evaluation and
 the hinted teacher's score (:mod:`~claw_lib.toy.evaluation`), the labelled probe set
-(:mod:`~claw_lib.toy.probe`) and, at the top, the factory :func:`~claw_lib.toy.envs.make_env`."""
+(:mod:`~claw_lib.toy.probe`), the learned localiser's training pairs and its training (:mod:`~claw_lib.toy.localiser_data`,
+:mod:`~claw_lib.toy.localiser_fit`) and, at the top, the factory :func:`~claw_lib.toy.envs.make_env`."""
