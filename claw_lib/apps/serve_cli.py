@@ -20,7 +20,7 @@ SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", 
 SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
                "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",
                "--max-message-chars": "max_message_chars", "--max-messages": "max_messages",
-               "--max-tokens-limit": "max_tokens_limit"}
+               "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     docs, d = field_docs(ServeConfig), ServeConfig()
     kinds = {"tis_cap": number(float, 0), "session_timeout_s": number(float, 0, lo_open=True),
              "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
-             "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000)}
+             "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000),
+             "max_batch": number(int, 1, 1024)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices=CONTEXTS if name == "context" else None,

@@ -7,14 +7,13 @@ with a message that names the problem. Generation runs in a worker thread, so th
 """
 from __future__ import annotations
 
-import json
-import math
 import re
 import time
 import uuid
 from pathlib import Path
 from typing import Optional
 
+from .sampling import ParamError, sampling_params
 from .system import ChatTurn, LiveSystem
 
 __all__ = ["ApiError", "parse_chat"]
@@ -38,17 +37,6 @@ def _flag(value, name: str) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no", ""):
         return value.strip().lower() in ("true", "1", "yes")
     raise ApiError(400, f"{name} must be true or false, got {value!r}", "bad_header")
-
-
-def _number(body: dict, name: str, default, lo, hi, kind=float):
-    v = body.get(name, default)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not float(v).is_integer()) \
-            or not math.isfinite(v) or not lo <= v <= hi:
-        raise ApiError(400, f"{name} must be {'an integer' if kind is int else 'a number'} in [{lo}, {hi}], got {v!r}",
-                       f"bad_{name}")
-    return kind(v)
 
 
 def check_strings(body) -> None:
@@ -134,63 +122,43 @@ def parse_chat(body, headers, system: LiveSystem) -> ChatTurn:
         raise ApiError(400, "a main-line turn must end with a user or tool message (it is the previous turn's next "
                        "state)", "bad_last_message")
     done = _flag(headers.get("x-session-done", body.get("session_done", False)), "X-Session-Done")
-    limit = cfg.max_tokens_limit
-    default = system.ppo.max_new_tokens
-    mt = body.get("max_completion_tokens", body.get("max_tokens"))
-    max_tokens = _number({"max_tokens": mt}, "max_tokens", default, 1, limit, int)
-    temp = _number(body, "temperature", system.ppo.temperature, 0.0, 2.0)
-    return ChatTurn(msgs, sid, tt, done, temp, max_tokens)
+    try:
+        params = sampling_params(body, system.ppo.temperature, system.ppo.max_new_tokens, cfg.max_tokens_limit)
+    except ParamError as e:
+        raise ApiError(400, str(e), f"bad_{e.param}")
+    return ChatTurn(msgs, sid, tt, done, params.temperature, params.max_tokens, params)
 
 
 def completion(system: LiveSystem, served, turn: Optional[int], req: ChatTurn, logprobs: bool) -> dict:
-    """The ``chat.completion`` answer (with the kit's ``claw`` field)."""
-    choice = {"index": 0, "message": {"role": "assistant", "content": served.text},
-              "finish_reason": "stop" if served.finished else "length", "logprobs": None}
-    if logprobs:
-        choice["logprobs"] = {"content": [{"token": t, "logprob": lp, "bytes": list(t.encode("utf-8")),
-                                           "top_logprobs": []}
-                                          for t, lp in zip(served.tokens, served.rollout_log_probs)]}
-    n_p, n_r = len(served.prompt_ids), len(served.response_ids)
+    """The ``chat.completion`` answer: one choice per served choice (``n``), with the kit's ``claw`` field."""
+    choices = [{"index": k, "message": {"role": "assistant", "content": s.text}, "finish_reason": s.finish_reason,
+                "logprobs": {"content": logprob_entries(system.engine.tokenizer, s.tokens, s.rollout_log_probs,
+                                                        s.top_logprobs)} if logprobs else None}
+               for k, s in enumerate([served] + served.alternatives)]
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
-            "model": system.model_id, "choices": [choice],
-            "usage": {"prompt_tokens": n_p, "completion_tokens": n_r, "total_tokens": n_p + n_r},
-            "claw": {"session_id": req.session_id, "turn": turn, "turn_type": req.turn_type,
-                     "policy_version": served.version}}
+            "model": system.model_id, "choices": choices, "usage": usage(served), "claw": claw_field(served, turn, req)}
 
 
-def sse_chunks(answer: dict, tokens: list):
-    """The same answer as a stream of ``chat.completion.chunk`` events (upstream's proxy also asks the engine for
-    the whole answer and streams it back): a role chunk, one chunk per token, a finish chunk, ``[DONE]``."""
-    base = {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"],
-            "model": answer["model"], "claw": answer["claw"]}
-    choice = answer["choices"][0]
-
-    def event(delta, finish=None, lp=None):
-        c = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": lp}
-        return "data: " + json.dumps({**base, "choices": [c]}, ensure_ascii=False) + "\n\n"
-
-    yield event({"role": "assistant", "content": ""})
-    content = choice["message"]["content"]
-    pieces = stream_pieces(tokens, content)
-    lps = choice["logprobs"]["content"] if choice["logprobs"] else [None] * len(pieces)
-    for piece, lp in zip(pieces, lps):
-        yield event({"content": piece}, lp={"content": [lp]} if lp else None)
-    yield event({}, choice["finish_reason"])
-    yield "data: [DONE]\n\n"
+def usage(served) -> dict:
+    """OpenAI's ``usage`` of an answer and its other choices (completion tokens of all choices)."""
+    n_p = len(served.prompt_ids)
+    n_r = sum(len(s.response_ids) for s in [served] + served.alternatives)
+    return {"prompt_tokens": n_p, "completion_tokens": n_r, "total_tokens": n_p + n_r}
 
 
-def stream_pieces(tokens, content: str) -> list:
-    """One piece of text per response token whose concatenation is exactly ``content`` (the served text, which
-    drops special tokens and surrounding whitespace); a token that adds nothing gets "". Falls back to the whole
-    content in the first piece when the tokens' texts do not add up to it."""
-    pieces = ["" if (t.startswith("<|") and t.endswith("|>")) else t for t in tokens] or [content]
-    joined = "".join(pieces)
-    lead = len(joined) - len(joined.lstrip())
-    if joined.strip() != content:
-        return [content] + [""] * (len(pieces) - 1)
-    out, pos, end = [], 0, lead + len(content)
-    for p in pieces:  # cut each piece to the part inside [lead, end)
-        a, b = max(pos, lead), min(pos + len(p), end)
-        out.append(joined[a:b] if b > a else "")
-        pos += len(p)
-    return out
+def claw_field(served, turn: Optional[int], req: ChatTurn) -> dict:
+    return {"session_id": req.session_id, "turn": turn, "turn_type": req.turn_type, "policy_version": served.version}
+
+
+def logprob_entries(tokenizer, tokens, logprobs, tops) -> list:
+    """OpenAI's ``logprobs.content``: per token its text, log-prob, UTF-8 bytes and ``top_logprobs`` (the k most
+    likely tokens at that position, each as its own text; [] when not asked)."""
+    tops = list(tops) or [[]] * len(tokens)
+    return [logprob_entry(tokenizer, t, lp, top) for t, lp, top in zip(tokens, logprobs, tops)]
+
+
+def logprob_entry(tokenizer, token: str, logprob: float, top) -> dict:
+    def one(text, lp):
+        return {"token": text, "logprob": float(lp), "bytes": list(text.encode("utf-8"))}
+
+    return {**one(token, logprob), "top_logprobs": [one(tokenizer.decode([int(i)]), lp) for i, lp in top]}

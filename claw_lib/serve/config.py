@@ -59,6 +59,9 @@ class ServeConfig:
     """largest ``max_tokens`` a request may ask for"""
     train_delay_s: float = 0.0
     """seconds the trainer waits after each update (0: none; for demonstrations of the lag)"""
+    max_batch: int = 16
+    """sequences decoded together at most (continuous batching, :mod:`claw_lib.serve.batcher`); 1 decodes one
+    sequence at a time (the baseline of benchmarks/bench_serve_batching.py)"""
 
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
@@ -75,7 +78,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
             raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
     for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000),
-                         ("max_messages", 1, 100_000)):
+                         ("max_messages", 1, 100_000), ("max_batch", 1, 1024)):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
@@ -100,7 +103,8 @@ def serve_config_from_dict(d: dict) -> ServeConfig:
 
 
 #: settings a resumed run may change (they do not change what is trained)
-RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages")
+RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages",
+             "max_batch")
 
 
 def max_body_bytes(cfg: ServeConfig) -> int:

@@ -15,16 +15,18 @@ was pre-trained on single turns: :data:`~claw_lib.serve.config.CONTEXTS`).
 from __future__ import annotations
 
 import copy
-import threading
-from dataclasses import dataclass
-from typing import List, Optional
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
 
 import torch
 
-from ..models.lm import encode, generate, ids_logprobs, load_causal_lm, max_positions, pad_token_id
+from ..models.lm import encode, load_causal_lm, max_positions, stop_token_ids
 from ..prompts import build_prompt, has_chat_template, message_text, teacher_prompt, template_messages
 from ..text.corrections import guess_lang
+from .batcher import Batcher
 from .config import ServeConfig
+from .sampling import SamplingParams
+from .sequence import TokenTexts, token_strings  # noqa: F401  (token_strings: its old path)
 
 __all__ = ["Engine", "Served", "ServedTask"]
 
@@ -32,7 +34,9 @@ __all__ = ["Engine", "Served", "ServedTask"]
 @dataclass
 class Served:
     """One answer: the version that wrote it, the prompt's and the response's ids, the text, the log-probs of
-    the response tokens under the serving weights (rollout log-probs, nats) and one display string per token."""
+    the response tokens under the serving weights (rollout log-probs, nats), one display string per token,
+    why it ended ("stop": a stop token or string, "length": max_tokens), per token the top alternatives as
+    (id, log-prob) pairs when asked, and the request's other choices (``n`` > 1; never recorded)."""
 
     version: int
     prompt_text: str
@@ -42,6 +46,13 @@ class Served:
     rollout_log_probs: List[float]
     tokens: List[str]
     finished: bool
+    finish_reason: Optional[str] = None  # None: "stop" when finished, else "length"
+    top_logprobs: List[List[Tuple[int, float]]] = field(default_factory=list)
+    alternatives: List["Served"] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.finish_reason is None:
+            self.finish_reason = "stop" if self.finished else "length"
 
 
 @dataclass
@@ -87,8 +98,8 @@ class Engine:
         self.ppo, _ = prepare_policy(trainer, cfg.ppo, reference=False)
         self.trainer, self.tokenizer = trainer, tok
         self.serving = _frozen(trainer)
-        self.lock = threading.Lock()
-        self.version = 0
+        self.batcher = Batcher(self.serving, max_batch=cfg.max_batch, lp_temperature=self.ppo.temperature)
+        self.stops = tuple(stop_token_ids(trainer, tok))
         self.chat = has_chat_template(tok) and cfg.context != "last"
         if cfg.context == "all" and not has_chat_template(tok):
             raise ValueError("context 'all' needs a tokenizer with a chat template; this model has none (use 'last')")
@@ -107,59 +118,65 @@ class Engine:
         return ServedTask(build_prompt(last, lang), last, lang)
 
     # ------------------------------------------------------------------ serving
-    def answer(self, task: ServedTask, temperature: float, max_tokens: int, seed: int) -> Served:
-        """One response from the serving copy (temperature 0: greedy), with its rollout log-probs, taken under
-        the serving lock: the version, the sampling and the log-probs belong to one set of weights."""
+    @property
+    def version(self) -> int:
+        """The policy version the serving copy holds (0: the initial weights)."""
+        return self.batcher.version
+
+    def answer(self, task: ServedTask, temperature: float, max_tokens: int, seed: int,
+               params: Optional[SamplingParams] = None) -> Served:
+        """``params.n`` responses from the serving copy (temperature 0: greedy), decoded together with the other
+        requests under way (:class:`~claw_lib.serve.batcher.Batcher`), with their rollout log-probs (under the
+        trainer's temperature). ``params`` None: ``temperature`` and ``max_tokens`` alone; ``seed``: the sampling
+        seed when ``params.seed`` is None. Every choice is written by one version. Returns choice 0 with the
+        others in :attr:`Served.alternatives`."""
+        from .sequence import Sequence
+
         tok = self.tokenizer
+        params = params or SamplingParams(temperature=temperature, max_tokens=max_tokens)
         prompt_ids = encode(tok, task.prompt)
-        if self.positions is not None and len(prompt_ids) + max_tokens > self.positions:
-            raise PromptTooLongError(f"the conversation is {len(prompt_ids)} tokens and max_tokens {max_tokens}; the "
-                                     f"model reads at most {self.positions} positions")
-        with self.lock:
-            version = self.version
-            g = generate(self.serving, tok, [task.prompt], max_new_tokens=max_tokens,
-                         temperature=temperature or 1.0, greedy=temperature == 0, seed=seed)[0]
-            ids = g.ids or [tok.eos_token_id]
-            lps = ids_logprobs(self.serving, [prompt_ids], [ids], pad_token_id(tok),
-                               temperature=self.ppo.temperature)[0][0]
+        if self.positions is not None and len(prompt_ids) + params.max_tokens > self.positions:
+            raise PromptTooLongError(f"the conversation is {len(prompt_ids)} tokens and max_tokens "
+                                     f"{params.max_tokens}; the model reads at most {self.positions} positions")
+        base = seed if params.seed is None else params.seed
+        seqs = [Sequence(prompt_ids, params, self.stops, self._decode, TokenTexts(tok), _generator(base, i, params),
+                         index=i, sink=params.sink) for i in range(params.n)]
+        self.batcher.submit(seqs)
+        served = [Served(s.version, task.prompt, prompt_ids, s.ids, s.text, s.logprobs, s.tokens, s.finish_reason == "stop",
+                         s.finish_reason, s.top) for s in seqs]
+        served[0].alternatives = served[1:]
+        return served[0]
+
+    def _decode(self, ids: List[int]) -> str:
         from ..rl.ppo import decode_response
 
-        return Served(version, task.prompt, prompt_ids, ids, decode_response(tok, ids),
-                      [float(x) for x in lps], token_strings(tok, ids), g.finished)
+        return decode_response(self.tokenizer, ids)
 
     def publish(self, version: int) -> float:
-        """Copy the trainer's weights into the serving copy as ``version``, between requests (under the serving
-        lock); returns the seconds the lock was held."""
+        """Copy the trainer's weights into the serving copy as ``version``, between decode steps once the running
+        batch has drained (:meth:`Batcher.exclusive`); returns the seconds the model was held."""
         import time
 
         state = {n: p.detach() for n, p in self.trainer.named_parameters() if p.requires_grad}
-        t0 = time.perf_counter()
-        with self.lock, torch.no_grad():
+        with self.batcher.exclusive(), torch.no_grad():
+            t0 = time.perf_counter()
             own = dict(self.serving.named_parameters())
             for n, p in state.items():
                 own[n].copy_(p)
-            self.version = version
+            self.batcher.version = version
         return time.perf_counter() - t0
+
+
+def _generator(seed: int, index: int, params: SamplingParams) -> Optional[torch.Generator]:
+    """Choice ``index``'s own random generator (None when greedy): seeded from ``seed`` and the index, so a
+    sampled answer is the same alone or in any batch."""
+    if params.greedy:
+        return None
+    return torch.Generator().manual_seed((int(seed) * 1_000_003 + index) % 2 ** 63)
 
 
 class PromptTooLongError(ValueError):
     """A conversation that does not fit the model's positions (HTTP 413)."""
-
-
-def token_strings(tokenizer, ids: List[int]) -> List[str]:
-    """One display string per token id: the text each token adds to the decoded response (a character split
-    over two byte tokens shows on the second, the first is ""), special tokens by their name ("<|endoftext|>")."""
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    out, prev, kept = [], "", []
-    for i in ids:
-        if i in special:
-            out.append(tokenizer.convert_ids_to_tokens(int(i)))
-            continue
-        kept.append(int(i))
-        text = tokenizer.decode(kept, skip_special_tokens=True)
-        out.append(text[len(prev):] if text.startswith(prev) else text)
-        prev = text
-    return out
 
 
 def load_trainer_state(engine: Engine, state: dict, version: int) -> None:

@@ -11,9 +11,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from .app import ApiError, completion, parse_chat, sse_chunks, STATIC
+from .app import ApiError, completion, parse_chat, STATIC
 from .config import max_body_bytes
 from .records import RecordWriteError
+from .streaming import stream_answer
 
 __all__ = ["create_app", "add_routes"]
 
@@ -46,6 +47,11 @@ async def read_json(request: Request, limit: int):
         return json.loads(bytes(raw) or b"null")
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise ApiError(400, f"the body is not valid JSON ({str(e).splitlines()[0][:120]})", "bad_json") from None
+
+
+def _model_object(system) -> dict:
+    """OpenAI's model object of the served model (``created``: when this server started, unix seconds)."""
+    return {"id": system.model_id, "object": "model", "created": int(system.t0), "owned_by": "claw-kit"}
 
 
 class ClientGone(Exception):
@@ -113,18 +119,22 @@ def add_routes(system, host: str = "127.0.0.1"):
     async def chat(request: Request):
         body = await read_json(request, max_body_bytes(system.cfg))
         req = parse_chat(body, request.headers, system)
-        try:
-            served, turn = await run_in_threadpool(system.serve, req)
-        except SessionFinishedError as e:
-            raise ApiError(409, str(e), "session_finished")
-        except PromptTooLongError as e:
-            raise ApiError(413, str(e), "prompt_too_long")
-        except RecordWriteError as e:  # nothing was recorded, nothing is answered (R4-27)
-            raise ApiError(507, f"the turn was not recorded, so it is not answered: {e.strerror}", "insufficient_storage")
-        answer = completion(system, served, turn, req, bool(body.get("logprobs")))
-        if body.get("stream"):
-            return StreamingResponse(sse_chunks(answer, served.tokens), media_type="text/event-stream")
-        return answer
+
+        async def serve(req):
+            try:
+                return await run_in_threadpool(system.serve, req)
+            except SessionFinishedError as e:
+                raise ApiError(409, str(e), "session_finished")
+            except PromptTooLongError as e:
+                raise ApiError(413, str(e), "prompt_too_long")
+            except RecordWriteError as e:  # nothing was recorded, nothing is answered (R4-27)
+                raise ApiError(507, f"the turn was not recorded, so it is not answered: {e.strerror}",
+                               "insufficient_storage")
+
+        if req.params.stream:  # tokens sent as they are decoded
+            return StreamingResponse(await stream_answer(system, req, serve), media_type="text/event-stream")
+        served, turn = await serve(req)
+        return completion(system, served, turn, req, req.params.logprobs)
 
     _claw_routes(app, system)
     return app
@@ -135,7 +145,14 @@ def _claw_routes(app, system) -> None:
 
     @app.get("/v1/models")
     async def models():
-        return {"object": "list", "data": [{"id": system.model_id, "object": "model", "owned_by": "claw-kit"}]}
+        return {"object": "list", "data": [_model_object(system)]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str):
+        if model_id != system.model_id:
+            raise ApiError(404, f"model {model_id!r} is not served here; this server serves {system.model_id!r}",
+                           "model_not_found")
+        return _model_object(system)
 
     @app.get("/v1/claw/status")
     async def status():

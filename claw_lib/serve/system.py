@@ -45,6 +45,7 @@ class ChatTurn:
     session_done: bool
     temperature: float
     max_tokens: int
+    params: Optional[object] = None  # serve.sampling.SamplingParams: every sampling setting; None: the two above
 
 
 class LiveSystem:
@@ -135,7 +136,7 @@ class LiveSystem:
         self.book.next_index(req.session_id)  # refuses a finished session before any work
         task = self.engine.task(req.messages)
         t0 = time.time()
-        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed())
+        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed(), req.params)
         with self.cond:
             retry = self.recorded_answer(req)  # the original of this retry was recorded while this one was decoded
             if retry is not None:
@@ -160,7 +161,7 @@ class LiveSystem:
         """A side turn: served, counted, never recorded."""
         task = self.engine.task(req.messages)
         t0 = time.time()
-        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed())
+        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed(), req.params)
         with self.cond:
             self.counts["side_turns_served"] += 1
         self.event("served", t0, time.time(), session_id=req.session_id, turn=None, version=served.version,

@@ -1,12 +1,11 @@
 """The live server's pure parts against written-out cases: the next-state rule, the records, the truncated
-importance weights, the stream's pieces."""
+importance weights."""
 import json
 import math
 
 import pytest
 import torch
 
-from claw_lib.serve.app import stream_pieces
 from claw_lib.serve.loops import tis_weights
 from claw_lib.serve.records import JsonlLog
 from claw_lib.serve.sessions import SessionBook, SessionFinishedError, turn_key
@@ -65,17 +64,6 @@ def test_tis_weights_match_the_formula():
     assert m["tis/rollout_logprob_abs_diff"] == pytest.approx(sum(diffs) / 5)
     w0, _ = tis_weights(old, served, mask, cap=0.0)
     assert torch.equal(w0, torch.ones_like(old))  # cap 0: off
-
-
-@pytest.mark.parametrize("tokens,content", [
-    ([" The", " capital", " is", " Paris", ".", "<|endoftext|>"], "The capital is Paris."),
-    (["土", "", "耳其", "。", "<|endoftext|>"], "土耳其。"),
-    (["  a", " b ", " "], "a b"),
-    (["x", "y"], "something else"),
-])
-def test_stream_pieces_add_up_to_the_answer(tokens, content):
-    pieces = stream_pieces(tokens, content)
-    assert len(pieces) == len(tokens) and "".join(pieces) == content
 
 
 def test_the_server_refuses_the_training_loops_judge_setting():
