@@ -1,0 +1,161 @@
+"""Concurrent sessions decoded together vs one at a time (issue 45). Measured, not a timed test.
+
+    python benchmarks/bench_serve_batching.py [--concurrency 1 4 16] [--requests 6] [--max-tokens 32]
+                                              [--repeats 2] [--seed 0] [--json results/serve/bench_serve_batching.json]
+                                              [--out results/serve/bench_serve_batching.md]
+
+Two servers of the tiny GPT in this process (``claw_lib.serve.LiveServer``, training off: serving only), the same
+clients against each, in the same run: **batched** (``ServeConfig.max_batch`` 16, continuous batching) and
+**one at a time** (``max_batch`` 1, the baseline: the engine decodes one sequence, the others wait). For each
+concurrency C, C client threads each send ``--requests`` chat completions one after another (raw httpx, side
+turns, temperature 1 with a fixed seed per request, so both servers write the same answers). Reported: tokens/s
+(completion tokens of all requests / wall time), p50 and p95 of the client's wall time per request, and p50 over
+the lone request's p50 (concurrency 1 of the same server kind). Server kinds alternate, ``--repeats`` times.
+
+``benchmarks/bench_serve.py`` is the other serving benchmark: latency with training on vs off.
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+QUESTIONS = ["土耳其的首都是哪里？", "What is the capital of France?", "日本的首都是哪里？", "德国的首都是哪里？",
+             "What is the capital of Italy?", "英国的首都是哪里？"]
+
+
+def clients(url: str, concurrency: int, requests: int, max_tokens: int, seed: int) -> dict:
+    """``concurrency`` threads, each sending ``requests`` completions in a row: latencies (s), tokens, wall (s)."""
+    import httpx
+
+    lat, tokens, errors = [], [], []
+
+    def session(k: int) -> None:
+        with httpx.Client(timeout=120) as c:
+            for j in range(requests):
+                body = {"messages": [{"role": "user", "content": QUESTIONS[(k + j) % len(QUESTIONS)]}],
+                        "temperature": 1.0, "max_tokens": max_tokens, "seed": seed * 10_007 + k * 101 + j}
+                t0 = time.perf_counter()
+                r = c.post(url + "/v1/chat/completions", json=body)
+                lat.append(time.perf_counter() - t0)
+                if r.status_code != 200:
+                    errors.append(r.text[:200])
+                else:
+                    tokens.append(r.json()["usage"]["completion_tokens"])
+
+    threads = [threading.Thread(target=session, args=(k,)) for k in range(concurrency)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed, the first: {errors[0]}")
+    return {"latency_s": lat, "tokens": int(sum(tokens)), "wall_s": wall}
+
+
+def run_kind(max_batch: int, a, threads: int) -> dict:
+    """One server with ``max_batch``; every concurrency once (after a warm-up); returns the rows by concurrency."""
+    from claw_lib.config import PPOConfig
+    from claw_lib.serve import LiveServer, ServeConfig
+
+    cfg = ServeConfig(ppo=PPOConfig(strategy="combined", seed=a.seed, progress=False, threads=threads), train=False,
+                      max_batch=max_batch, max_tokens_limit=max(a.max_tokens, 1))
+    out = {}
+    with LiveServer(cfg, port=0) as srv:
+        clients(srv.url, 2, 2, a.max_tokens, a.seed + 999)  # warm-up, not counted
+        for c in a.concurrency:
+            r = clients(srv.url, c, a.requests, a.max_tokens, a.seed)
+            out[c] = r
+            print(f"max_batch {max_batch:>2}, {c:>2} sessions: {r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
+                  f"{np.percentile(r['latency_s'], 50) * 1e3:.0f} ms", flush=True)
+    return out
+
+
+def summary(runs: list, concurrency) -> list:
+    """One row per (kind, concurrency): requests, tokens/s, p50, p95 (ms), p50 over the lone p50, pooled over
+    the repeats."""
+    rows = []
+    for kind in ("batched", "one at a time"):
+        mine = [r for r in runs if r["kind"] == kind]
+        lone = None
+        for c in concurrency:
+            lat = [x for r in mine for x in r["by_c"][c]["latency_s"]]
+            tok = sum(r["by_c"][c]["tokens"] for r in mine)
+            wall = sum(r["by_c"][c]["wall_s"] for r in mine)
+            p50 = float(np.percentile(lat, 50))
+            lone = p50 if c == concurrency[0] else lone
+            rows.append({"kind": kind, "concurrency": c, "requests": len(lat), "tokens_per_s": tok / wall,
+                         "p50_ms": p50 * 1e3, "p95_ms": float(np.percentile(lat, 95)) * 1e3,
+                         "p50_over_lone": p50 / lone})
+    return rows
+
+
+def report(rows: list, a, threads: int) -> str:
+    load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
+    lines = ["# claw serve: concurrent sessions decoded together vs one at a time", "",
+             f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared with other work; 1-minute load {load} "
+             f"at the end), torch {threads} thread(s), Python {platform.python_version()}. Tiny GPT, training off, "
+             f"{a.requests} requests per session, max_tokens {a.max_tokens}, temperature 1 with a fixed seed per "
+             f"request, {a.repeats} repeat(s) of each server kind (alternating). Written by "
+             "`benchmarks/bench_serve_batching.py`; see its docstring.", "",
+             "| server | sessions | requests | tokens/s | p50 ms | p95 ms | p50 / lone p50 |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['kind']} | {r['concurrency']} | {r['requests']} | {r['tokens_per_s']:.0f} | "
+                     f"{r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['p50_over_lone']:.2f} |")
+    by = {(r["kind"], r["concurrency"]): r for r in rows}
+    top = max(a.concurrency)
+    b, o = by[("batched", top)], by[("one at a time", top)]
+    lines += ["", f"At {top} sessions, batched vs one at a time: {b['tokens_per_s'] / o['tokens_per_s']:.2f}x the "
+              f"tokens/s, p50 {b['p50_ms'] / o['p50_ms']:.2f}x; batched p50 is {b['p50_over_lone']:.2f}x a lone "
+              "request's (issue 45's target: at most 3x)."]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--requests", type=int, default=6, help="requests per session (client thread)")
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (0: the free cores)")
+    ap.add_argument("--json", type=Path, default=None, help="also write every latency and the summary as JSON")
+    from claw_lib.utils import add_report_args, atomic_write, check_new_file, publish_report, report_path, \
+        set_threads
+
+    add_report_args(ap, "the Markdown report")
+    a = ap.parse_args(argv)
+    if min(a.concurrency + [a.requests, a.max_tokens, a.repeats]) < 1:
+        raise ValueError("--concurrency, --requests, --max-tokens and --repeats must be >= 1")
+    out = report_path(a)
+    if a.json is not None:
+        check_new_file(a.json, a.force)
+    threads = set_threads(a.threads)
+    runs = []
+    for k in range(a.repeats):
+        for kind, max_batch in (("batched", 16), ("one at a time", 1))[::1 if k % 2 == 0 else -1]:
+            runs.append({"kind": kind, "max_batch": max_batch, "by_c": run_kind(max_batch, a, threads)})
+    rows = summary(runs, a.concurrency)
+    text = report(rows, a, threads)
+    if a.json is not None:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(a.json, replace=a.force) as f:
+            json.dump({"settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(a).items()},
+                       "summary": rows, "runs": runs}, f, indent=1)
+    publish_report(text, out, a.force)
+    return 0
+
+
+if __name__ == "__main__":
+    from claw_lib.utils import script_main
+
+    raise SystemExit(script_main(main))
