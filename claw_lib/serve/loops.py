@@ -56,15 +56,21 @@ def turn_rollout(turns: List[Turn], engine, with_feedback: bool = True):
 
 def tis_weights(old: torch.Tensor, served: torch.Tensor, mask: torch.Tensor, cap: float):
     """Truncated importance weights of the lag: w_t = min(exp(old_t - served_t), cap) on the mask, 1 elsewhere
-    (cap 0: all 1). old, served: (B, T) log-probs (nats); mask: (B, T) bool. Returns (w, metrics)."""
+    (cap 0: all 1). old, served: (B, T) log-probs (nats); mask: (B, T) bool. Returns (w, metrics): the mean
+    |old - served| (upstream's ``train_rollout_logprob_abs_diff``), the mean and largest untruncated ratio
+    exp(old - served) (1 within 1e-3 for fresh samples from a full-precision serving copy), and with a cap the
+    mean weight and the share of tokens clipped."""
     diff = (old - served).masked_fill(~mask, 0.0)
-    if not cap:
-        return torch.ones_like(old), {"tis/rollout_logprob_abs_diff": float(diff.abs()[mask].mean()) if mask.any() else 0.0}
     raw = torch.exp(diff)
+    any_ = bool(mask.any())
+    m = {"tis/rollout_logprob_abs_diff": float(diff.abs()[mask].mean()) if any_ else 0.0,
+         "tis/ratio_mean": float(raw[mask].mean()) if any_ else 1.0,
+         "tis/ratio_max": float(raw[mask].max()) if any_ else 1.0}
+    if not cap:
+        return torch.ones_like(old), m
     w = raw.clamp(max=cap).masked_fill(~mask, 1.0)
-    m = {"tis/rollout_logprob_abs_diff": float(diff.abs()[mask].mean()) if mask.any() else 0.0,
-         "tis/weight_mean": float(w[mask].mean()) if mask.any() else 1.0,
-         "tis/clipped_share": float((raw[mask] > cap).float().mean()) if mask.any() else 0.0}
+    m.update({"tis/weight_mean": float(w[mask].mean()) if any_ else 1.0,
+              "tis/clipped_share": float((raw[mask] > cap).float().mean()) if any_ else 0.0})
     return w, m
 
 

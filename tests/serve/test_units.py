@@ -62,6 +62,8 @@ def test_tis_weights_match_the_formula():
     assert m["tis/clipped_share"] == pytest.approx(1 / 5)  # exp(1.9) > 2 only
     diffs = [0.5, 1.0, 0.0, 1.9, 0.0]
     assert m["tis/rollout_logprob_abs_diff"] == pytest.approx(sum(diffs) / 5)
+    ratios = [math.exp(0.5), math.exp(-1.0), 1.0, math.exp(1.9), 1.0]  # exp(old - served) on the mask, untruncated
+    assert m["tis/ratio_mean"] == pytest.approx(sum(ratios) / 5) and m["tis/ratio_max"] == pytest.approx(max(ratios))
     w0, _ = tis_weights(old, served, mask, cap=0.0)
     assert torch.equal(w0, torch.ones_like(old))  # cap 0: off
 
