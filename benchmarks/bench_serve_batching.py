@@ -7,10 +7,11 @@
 Two servers of the tiny GPT in this process (``claw_lib.serve.LiveServer``, training off: serving only), the same
 clients against each, in the same run: **batched** (``ServeConfig.max_batch`` 16, continuous batching) and
 **one at a time** (``max_batch`` 1, the baseline: the engine decodes one sequence, the others wait). For each
-concurrency C, C client threads each send ``--requests`` chat completions one after another (raw httpx, side
-turns, temperature 1 with a fixed seed per request, so both servers write the same answers). Reported: tokens/s
-(completion tokens of all requests / wall time), p50 and p95 of the client's wall time per request, and p50 over
-the lone request's p50 (concurrency 1 of the same server kind). Server kinds alternate, ``--repeats`` times.
+concurrency C, C client threads (in a separate process) each send ``--requests`` chat completions one after
+another (raw httpx, side turns, temperature 1 with a fixed seed per request, so both servers write the same
+answers). Reported: tokens/s (completion tokens of all requests / wall time), p50 and p95 of the client's wall
+time per request, and p50 over the lone request's p50 (concurrency 1 of the same server kind). Server kinds
+alternate, ``--repeats`` times.
 
 ``benchmarks/bench_serve.py`` is the other serving benchmark: latency with training on vs off.
 """
@@ -32,7 +33,19 @@ QUESTIONS = ["土耳其的首都是哪里？", "What is the capital of France?",
 
 
 def clients(url: str, concurrency: int, requests: int, max_tokens: int, seed: int) -> dict:
-    """``concurrency`` threads, each sending ``requests`` completions in a row: latencies (s), tokens, wall (s)."""
+    """``concurrency`` client threads in a separate process (as real clients are: they do not share the server's
+    interpreter), each sending ``requests`` completions in a row: latencies (s), tokens, wall (s)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, __file__, "--client", url, str(concurrency), str(requests), str(max_tokens),
+                          str(seed)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"the clients failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout)
+
+
+def client_process(url: str, concurrency: int, requests: int, max_tokens: int, seed: int) -> dict:
+    """The clients' side of :func:`clients` (this script run with ``--client``)."""
     import httpx
 
     lat, tokens, errors = [], [], []
@@ -107,7 +120,8 @@ def report(rows: list, a, threads: int) -> str:
              f"{a.requests} requests per session, max_tokens {a.max_tokens}, temperature 1 with a fixed seed per "
              f"request, {a.repeats} repeat(s) of each server kind (alternating). Written by "
              "`benchmarks/bench_serve_batching.py`; see its docstring.", "",
-             "| server | sessions | requests | tokens/s | p50 ms | p95 ms | p50 / lone p50 |", "|---|---|---|---|---|---|---|"]
+             "| server | sessions | requests | tokens/s | p50 ms | p95 ms | p50 / lone p50 |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['concurrency']} | {r['requests']} | {r['tokens_per_s']:.0f} | "
                      f"{r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['p50_over_lone']:.2f} |")
@@ -156,6 +170,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--client"]:
+        u, c, r, m, sd = sys.argv[2:7]
+        print(json.dumps(client_process(u, int(c), int(r), int(m), int(sd))))
+        raise SystemExit(0)
     from claw_lib.utils import script_main
 
     raise SystemExit(script_main(main))

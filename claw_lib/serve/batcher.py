@@ -1,7 +1,7 @@
 """The scheduler of the serving engine: concurrent requests decode together (continuous batching).
 
 One thread owns the model runner (:mod:`claw_lib.serve.runner`). Each iteration, between two decode steps, it
-admits waiting sequences (each prefilled alone, then a row of the batch), feeds every running row its last token,
+admits waiting sequences (prefilled together, then rows of the batch), feeds every running row its last token,
 samples one token per row (:func:`~claw_lib.serve.runner.next_token`, each sequence with its own generator, so a
 sampled answer does not depend on who else is in the batch), and lets finished sequences leave. Callers
 (:meth:`Batcher.submit`, from the HTTP worker threads) wait until their sequences are done.
@@ -117,8 +117,8 @@ class Batcher:
         choose at which step each sequence joins."""
         if self.running:
             self._emit(self.running, runner.step([s.ids[-1] for s in self.running]))
-        for s in new:
-            self._emit([s], runner.join(s.prompt_ids)[None])
+        if new:
+            self._emit(new, runner.join([s.prompt_ids for s in new]))
         rows = self.running + new
         keep = [i for i, s in enumerate(rows) if not s.finished]
         runner.keep(keep)

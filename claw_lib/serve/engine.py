@@ -142,8 +142,8 @@ class Engine:
         seqs = [Sequence(prompt_ids, params, self.stops, self._decode, TokenTexts(tok), _generator(base, i, params),
                          index=i, sink=params.sink) for i in range(params.n)]
         self.batcher.submit(seqs)
-        served = [Served(s.version, task.prompt, prompt_ids, s.ids, s.text, s.logprobs, s.tokens, s.finish_reason == "stop",
-                         s.finish_reason, s.top) for s in seqs]
+        served = [Served(s.version, task.prompt, prompt_ids, s.ids, s.text, s.logprobs, s.tokens,
+                         s.finish_reason == "stop", s.finish_reason, s.top) for s in seqs]
         served[0].alternatives = served[1:]
         return served[0]
 

@@ -3,9 +3,10 @@
 The batch is ``B`` rows; each row's keys and values sit in the cache left-padded to a common length ``C``
 (``cache.layers[l].keys``: (B, heads, C, head_dim)) with ``mask`` (B, C) long, 1 = a real token. A row's next
 token goes in at position ``mask[b].sum()`` (its own length, whatever padding its row has), so a sequence sees
-exactly the positions and keys it would alone. :meth:`ModelRunner.join` prefills one prompt alone and adds its
-row; :meth:`ModelRunner.step` feeds one token per row; :meth:`ModelRunner.keep` drops finished rows and trims the
-padding columns no row needs any more. :func:`next_token` is the sampler (greedy, temperature, top-p).
+exactly the positions and keys it would alone. :meth:`ModelRunner.join` prefills the prompts that join (together,
+left-padded) and adds their rows; :meth:`ModelRunner.step` feeds one token per row; :meth:`ModelRunner.keep` drops
+finished rows and trims the padding columns no row needs any more. :func:`next_token` is the sampler (greedy,
+temperature, top-p).
 
 Works for the kit's tiny GPT and Hugging Face causal LMs with a ``DynamicCache`` (full attention).
 """
@@ -34,21 +35,23 @@ class ModelRunner:
         self.cache, self.mask = None, None
 
     @torch.no_grad()
-    def join(self, prompt_ids: Sequence[int]) -> torch.Tensor:
-        """Prefill ``prompt_ids`` alone and add it as the last row; returns its next-token logits (V,)."""
+    def join(self, prompts: List[Sequence[int]]) -> torch.Tensor:
+        """Prefill ``prompts`` together (left-padded to the longest, one forward) and add them as the last rows;
+        returns their next-token logits (k, V)."""
         dev = next(self.model.parameters()).device
-        ids = torch.tensor([list(prompt_ids)], device=dev)
-        mask = torch.ones_like(ids)
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=torch.arange(ids.shape[1], device=dev)[None],
-                         use_cache=True, logits_to_keep=1)
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[0] * (width - len(p)) + list(p) for p in prompts], device=dev)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=dev)
+        pos = (mask.cumsum(dim=1) - 1).clamp_min(0)
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1)
         if self.mask is None:
             self.cache, self.mask = out.cache, mask
         else:
             self._append(out.cache, mask)
-        return out.logits[0, -1]
+        return out.logits[:, -1]
 
     def _append(self, cache, mask: torch.Tensor) -> None:
-        """Add the one-row ``cache`` below the batch, left-padding whichever is shorter."""
+        """Add the rows of ``cache`` below the batch, left-padding whichever is shorter."""
         width = max(self.mask.shape[1], mask.shape[1])
         for own, new in zip(self.cache.layers, cache.layers):
             own.keys = torch.cat([_left_pad(own.keys, width), _left_pad(new.keys, width)])

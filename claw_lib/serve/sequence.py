@@ -82,20 +82,26 @@ class Sequence:
         return self.finish_reason is not None
 
     def add(self, token: int, logprob: float, top: List[Tuple[int, float]]) -> None:
-        """One decoded token: recorded, the finish checked, the safe new text streamed."""
+        """One decoded token: recorded, the finish checked, the safe new text streamed. The text is decoded at
+        each token only where it is needed then (stop strings, a stream), else once at the end."""
         self.ids.append(int(token))
         self.logprobs.append(float(logprob))
         self.top.append(top)
-        self.tokens.append(self.texts.add(int(token)))
-        text = self.decode(self.ids)
-        cut = _first_stop(text, self.params.stop)
+        if self.sink is not None:
+            self.tokens.append(self.texts.add(int(token)))
+        cut = None
+        if self.params.stop or self.sink is not None:
+            self.text = self.decode(self.ids)
+            cut = _first_stop(self.text, self.params.stop)
         if cut is not None:
-            text, self.finish_reason = text[:cut].rstrip(), "stop"
+            self.text, self.finish_reason = self.text[:cut].rstrip(), "stop"
         elif token in self.stops:
             self.finish_reason = "stop"
         elif len(self.ids) >= self.params.max_tokens:
             self.finish_reason = "length"
-        self.text = text
+        if self.finished:
+            self.text = self.text if cut is not None else self.decode(self.ids)
+            self.tokens += [self.texts.add(i) for i in self.ids[len(self.tokens):]]
         if self.sink is not None:
             self._stream()
 

@@ -50,7 +50,8 @@ async def _events(system, req, queue, pending, task):
     def token(ev):
         sent[ev["index"]] = sent.get(ev["index"], "") + ev["content"]
         lp = {"content": [logprob_entry(tok, ev["token"], ev["logprob"], ev["top"])]} if req.params.logprobs else None
-        return chunk([{"index": ev["index"], "delta": {"content": ev["content"]}, "finish_reason": None, "logprobs": lp}])
+        return chunk([{"index": ev["index"], "delta": {"content": ev["content"]}, "finish_reason": None,
+                       "logprobs": lp}])
 
     yield chunk([{"index": k, "delta": {"role": "assistant", "content": ""}, "finish_reason": None, "logprobs": None}
                  for k in range(req.params.n)])
