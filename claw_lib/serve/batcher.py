@@ -2,7 +2,7 @@
 
 One thread owns the model runner (:mod:`claw_lib.serve.runner`). Each iteration, between two decode steps, it
 admits waiting sequences (prefilled together, then rows of the batch), feeds every running row its last token,
-samples one token per row (:func:`~claw_lib.serve.runner.next_token`, each sequence with its own generator, so a
+samples one token per row (:func:`~claw_lib.serve.runner.sample`, each sequence with its own generator, so a
 sampled answer does not depend on who else is in the batch), and lets finished sequences leave. Callers
 (:meth:`Batcher.submit`, from the HTTP worker threads) wait until their sequences are done.
 
@@ -20,7 +20,7 @@ from typing import Deque, List
 
 import torch
 
-from .runner import ModelRunner, next_token
+from .runner import ModelRunner, sample
 from .sequence import Sequence
 
 __all__ = ["Batcher"]
@@ -134,8 +134,10 @@ class Batcher:
         lp = torch.log_softmax(logits.float() / self.lp_temperature, dim=-1)
         k = max(s.params.top_logprobs for s in seqs)
         top_lp, top_ids = lp.topk(k, dim=-1) if k else (None, None)
-        for b, s in enumerate(seqs):
-            tok = next_token(logits[b], s.params.temperature, s.params.top_p, s.generator)
+        toks = sample(logits, [s.params.temperature for s in seqs], [s.params.top_p for s in seqs],
+                      [s.generator for s in seqs])
+        lps = lp.gather(1, torch.tensor(toks, device=lp.device)[:, None])[:, 0].tolist()
+        for b, (s, tok) in enumerate(zip(seqs, toks)):
             top = [] if not s.params.top_logprobs else \
                 list(zip(top_ids[b, :s.params.top_logprobs].tolist(), top_lp[b, :s.params.top_logprobs].tolist()))
-            s.add(tok, float(lp[b, tok]), top)
+            s.add(tok, lps[b], top)

@@ -5,8 +5,8 @@ The batch is ``B`` rows; each row's keys and values sit in the cache left-padded
 token goes in at position ``mask[b].sum()`` (its own length, whatever padding its row has), so a sequence sees
 exactly the positions and keys it would alone. :meth:`ModelRunner.join` prefills the prompts that join (together,
 left-padded) and adds their rows; :meth:`ModelRunner.step` feeds one token per row; :meth:`ModelRunner.keep` drops
-finished rows and trims the padding columns no row needs any more. :func:`next_token` is the sampler (greedy,
-temperature, top-p).
+finished rows and trims the padding columns no row needs any more. :func:`sample` is the sampler (greedy,
+temperature, top-p), one uniform number per row from the row's own generator.
 
 Works for the kit's tiny GPT and Hugging Face causal LMs with a ``DynamicCache`` (full attention).
 """
@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence
 
 import torch
 
-__all__ = ["ModelRunner", "next_token"]
+__all__ = ["ModelRunner", "sample"]
 
 
 class ModelRunner:
@@ -96,18 +96,34 @@ def _left_pad(t: torch.Tensor, width: int) -> torch.Tensor:
     return torch.cat([t.new_zeros(shape), t], dim=dim)
 
 
-def next_token(logits: torch.Tensor, temperature: float, top_p: float = 1.0,
-               generator: Optional[torch.Generator] = None) -> int:
-    """One token from next-token ``logits`` (V,): the argmax at temperature 0, else a draw from
-    softmax(logits / temperature) restricted to the smallest set of most likely tokens whose mass reaches
-    ``top_p`` (at least one token), renormalised, with ``generator``."""
-    if temperature == 0.0:
-        return int(torch.argmax(logits))
-    probs = torch.softmax(logits.float() / temperature, dim=-1)
-    if top_p < 1.0:
-        sorted_p, order = probs.sort(descending=True)
-        before = sorted_p.cumsum(0) - sorted_p  # mass of the tokens strictly more likely
-        sorted_p = sorted_p.masked_fill(before >= top_p, 0.0)
-        sorted_p[0] = sorted_p[0].clamp_min(1e-30)
-        probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
-    return int(torch.multinomial(probs, 1, generator=generator))
+def sample(logits: torch.Tensor, temperatures: List[float], top_ps: List[float],
+           generators: List[Optional[torch.Generator]]) -> List[int]:
+    """One token per row of next-token ``logits`` (B, V): the argmax where the row's temperature is 0, else a
+    draw from softmax(logits / temperature) restricted to the smallest set of most likely tokens whose mass
+    reaches ``top_p`` (at least one token), by inverting the cumulative distribution at one uniform number from the
+    row's own ``generator`` (None: torch's global one). Rows do not interact: a row's token is the same in any
+    batch."""
+    out = torch.argmax(logits, dim=-1).tolist()
+    rows = [b for b, t in enumerate(temperatures) if t > 0.0]
+    if not rows:
+        return out
+    temp = torch.tensor([temperatures[b] for b in rows], device=logits.device)[:, None]
+    probs = torch.softmax(logits[rows].float() / temp, dim=-1)
+    for i, b in enumerate(rows):
+        if top_ps[b] < 1.0:
+            probs[i] = _nucleus(probs[i], top_ps[b])
+    cdf = probs.cumsum(dim=-1)
+    u = torch.stack([torch.rand((), generator=generators[b]) for b in rows]).to(cdf.device) * cdf[:, -1]
+    picks = torch.searchsorted(cdf, u[:, None], right=True).clamp(max=cdf.shape[1] - 1)[:, 0].tolist()
+    for b, k in zip(rows, picks):
+        out[b] = int(k)
+    return out
+
+
+def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """``probs`` (V,) with every token outside the top-``top_p`` nucleus set to 0 (the most likely always kept)."""
+    sorted_p, order = probs.sort(descending=True)
+    before = sorted_p.cumsum(0) - sorted_p  # mass of the tokens strictly more likely
+    sorted_p = sorted_p.masked_fill(before >= top_p, 0.0)
+    sorted_p[0] = sorted_p[0].clamp_min(1e-30)
+    return torch.zeros_like(probs).scatter(0, order, sorted_p)

@@ -14,7 +14,7 @@ from claw_lib.models.lm import encode, generate, ids_logprobs, load_causal_lm, s
 from claw_lib.prompts import build_prompt
 from claw_lib.rl.ppo import decode_response
 from claw_lib.serve.batcher import Batcher
-from claw_lib.serve.runner import ModelRunner, next_token
+from claw_lib.serve.runner import ModelRunner, sample
 from claw_lib.serve.sampling import SamplingParams
 from claw_lib.serve.sequence import Sequence, TokenTexts
 
@@ -157,14 +157,18 @@ def test_a_swap_waits_for_the_running_batch_and_later_requests_get_the_new_versi
     assert first.version == 0 and later.version == 1
 
 
-def test_next_token_follows_top_p_and_temperature():
+def test_sample_follows_top_p_and_temperature():
     logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
-    assert next_token(logits, 0.0) == 0
     g = torch.Generator().manual_seed(0)
-    draws = [next_token(logits, 1.0, 0.7, g) for _ in range(400)]
+    assert sample(logits[None], [0.0], [1.0], [g]) == [0]
+    draws = [sample(logits[None], [1.0], [0.7], [g])[0] for _ in range(400)]
     assert set(draws) == {0, 1}  # the nucleus of mass 0.7 is {0, 1}
     assert abs(draws.count(0) / 400 - 0.5 / 0.8) < 0.08
-    assert {next_token(logits, 1.0, 0.0, g) for _ in range(20)} == {0}
+    free = [sample(logits[None], [1.0], [1.0], [g])[0] for _ in range(2000)]
+    assert all(abs(free.count(k) / 2000 - p) < 0.04 for k, p in enumerate([0.5, 0.3, 0.15, 0.05]))
+    assert {sample(logits[None], [1.0], [0.0], [g])[0] for _ in range(20)} == {0}
+    rows = torch.stack([logits, logits.flip(0)])  # rows do not interact: greedy beside sampled
+    assert sample(rows, [0.0, 0.0], [1.0, 1.0], [None, None]) == [0, 3]
 
 
 def test_stop_strings_cut_the_answer_and_the_stream_never_shows_them():
