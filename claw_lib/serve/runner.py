@@ -34,7 +34,7 @@ class ModelRunner:
     def reset(self) -> None:
         self.cache, self.mask = None, None
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def join(self, prompts: List[Sequence[int]]) -> torch.Tensor:
         """Prefill ``prompts`` together (left-padded to the longest, one forward) and add them as the last rows;
         returns their next-token logits (k, V)."""
@@ -58,7 +58,7 @@ class ModelRunner:
             own.values = torch.cat([_left_pad(own.values, width), _left_pad(new.values, width)])
         self.mask = torch.cat([_left_pad(self.mask, width), _left_pad(mask, width)])
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def step(self, tokens: List[int]) -> torch.Tensor:
         """Feed one token per row (row order); returns the next-token logits (B, V)."""
         dev = self.mask.device
