@@ -20,12 +20,13 @@ SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", 
 SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
                "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",
                "--max-message-chars": "max_message_chars", "--max-messages": "max_messages",
-               "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch"}
+               "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch",
+               "--serving-format": "serving_format"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     """The flags of ``claw serve`` (the ``claw`` parser registers the command: claw_lib.apps.cli.COMMANDS)."""
-    from ..serve.config import CONTEXTS, SERVE_STRATEGIES, ServeConfig, default_ppo
+    from ..serve.config import CONTEXTS, SERVE_STRATEGIES, SERVING_FORMATS, ServeConfig, default_ppo
 
     tmp = argparse.ArgumentParser(add_help=False)
     add_train_args(tmp)  # the same flags, defaults and help as claw train; the subset below is kept
@@ -47,7 +48,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
              "max_batch": number(int, 1, 1024)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
-                       choices=CONTEXTS if name == "context" else None,
+                       choices={"context": CONTEXTS, "serving_format": SERVING_FORMATS}.get(name),
                        help=f"{docs.get(name, '')} (default: {getattr(d, name)!r})".replace("%", "%%"))
     p.add_argument("--no-train", action="store_true", help="serve and judge only, never update the weights")
     p.add_argument("--out", default=None, help="run folder for every record (turns, judge and OPD records, samples, "

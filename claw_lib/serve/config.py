@@ -15,7 +15,8 @@ from ..config import PPOConfig, flatten, from_dict, judge_kind, validate
 from ..rl.strategies import JUDGED_STRATEGIES, plan
 from ..signals.endpoint import open_endpoint
 
-__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "check_serve_config", "default_ppo", "max_body_bytes"]
+__all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "SERVING_FORMATS", "check_serve_config", "default_ppo",
+           "max_body_bytes"]
 
 #: the strategies the live server trains: the ones whose signal comes from the next state alone
 SERVE_STRATEGIES = JUDGED_STRATEGIES
@@ -23,6 +24,9 @@ SERVE_STRATEGIES = JUDGED_STRATEGIES
 #: tiny GPT was pre-trained on single turns), "all" (every message through the tokenizer's chat template), "auto"
 #: ("all" when the tokenizer has a chat template, else "last")
 CONTEXTS = ("auto", "last", "all")
+#: the weights the server decodes from (:mod:`claw_lib.serve.serving_copy`): "full" (the trainer's precision),
+#: "bf16" (a bfloat16 copy: a GPU's format), "int8" (int8 weights via torchao: a CPU's fastest)
+SERVING_FORMATS = ("full", "bf16", "int8")
 
 
 def default_ppo() -> PPOConfig:
@@ -62,6 +66,9 @@ class ServeConfig:
     max_batch: int = 16
     """sequences decoded together at most (continuous batching, :mod:`claw_lib.serve.batcher`); 1 decodes one
     sequence at a time (the baseline of benchmarks/bench_serve_batching.py)"""
+    serving_format: str = "full"
+    """the weights requests are decoded from: one of SERVING_FORMATS (rebuilt from the full-precision serving copy
+    at each weight swap; the recorded rollout log-probs are this copy's)"""
 
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
@@ -73,6 +80,11 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
                          f"(ServeConfig.judge, claw serve --judge), got ppo.opd.judge={cfg.ppo.opd.judge!r}")
     if cfg.context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, got {cfg.context!r}")
+    if cfg.serving_format not in SERVING_FORMATS:
+        raise ValueError(f"serving_format must be one of {SERVING_FORMATS}, got {cfg.serving_format!r}")
+    from .serving_copy import check_serving_format
+
+    check_serving_format(cfg.serving_format)
     for name, lo in (("tis_cap", 0.0), ("session_timeout_s", 1e-3), ("train_delay_s", 0.0)):
         v = getattr(cfg, name)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
@@ -104,7 +116,7 @@ def serve_config_from_dict(d: dict) -> ServeConfig:
 
 #: settings a resumed run may change (they do not change what is trained)
 RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages",
-             "max_batch")
+             "max_batch", "serving_format")
 
 
 def max_body_bytes(cfg: ServeConfig) -> int:

@@ -26,6 +26,7 @@ from ..text.corrections import guess_lang
 from .batcher import Batcher
 from .config import ServeConfig
 from .sampling import SamplingParams
+from .serving_copy import serving_copy
 from .sequence import TokenTexts, token_strings  # noqa: F401  (token_strings: its old path)
 
 __all__ = ["Engine", "Served", "ServedTask"]
@@ -98,7 +99,9 @@ class Engine:
         self.ppo, _ = prepare_policy(trainer, cfg.ppo, reference=False)
         self.trainer, self.tokenizer = trainer, tok
         self.serving = _frozen(trainer)
-        self.batcher = Batcher(self.serving, max_batch=cfg.max_batch, lp_temperature=self.ppo.temperature)
+        self.serving_format = cfg.serving_format
+        self.batcher = Batcher(serving_copy(self.serving, cfg.serving_format), max_batch=cfg.max_batch,
+                               lp_temperature=self.ppo.temperature)
         self.stops = tuple(stop_token_ids(trainer, tok))
         self.chat = has_chat_template(tok) and cfg.context != "last"
         if cfg.context == "all" and not has_chat_template(tok):
@@ -153,8 +156,9 @@ class Engine:
         return decode_response(self.tokenizer, ids)
 
     def publish(self, version: int) -> float:
-        """Copy the trainer's weights into the serving copy as ``version``, between decode steps once the running
-        batch has drained (:meth:`Batcher.exclusive`); returns the seconds the model was held."""
+        """Copy the trainer's weights into the serving copy as ``version`` and rebuild the copy that decodes
+        (:func:`~claw_lib.serve.serving_copy.serving_copy`), between decode steps once the running batch has drained
+        (:meth:`Batcher.exclusive`); returns the seconds the model was held."""
         import time
 
         state = {n: p.detach() for n, p in self.trainer.named_parameters() if p.requires_grad}
@@ -163,6 +167,7 @@ class Engine:
             own = dict(self.serving.named_parameters())
             for n, p in state.items():
                 own[n].copy_(p)
+            self.batcher.model = serving_copy(self.serving, self.serving_format)
             self.batcher.version = version
         return time.perf_counter() - t0
 

@@ -1,0 +1,55 @@
+"""The copy of the weights that decodes (ServeConfig.serving_format): built from the full-precision serving copy,
+close to it, rebuilt at each weight swap, and what the recorded log-probs come from."""
+import numpy as np
+import pytest
+import torch
+
+from claw_lib.config import PPOConfig
+from claw_lib.models.lm import ids_logprobs
+from claw_lib.serve import ServeConfig
+from claw_lib.serve.config import check_serve_config
+from claw_lib.serve.engine import Engine
+from claw_lib.serve.serving_copy import serving_copy
+
+FORMATS = ["bf16", pytest.param("int8", marks=pytest.mark.skipif(
+    __import__("importlib").util.find_spec("torchao") is None, reason="torchao is not installed"))]
+MSGS = [{"role": "user", "content": "土耳其的首都是哪里？"}]
+
+
+def engine(fmt):
+    return Engine(check_serve_config(ServeConfig(ppo=PPOConfig(strategy="combined", progress=False, threads=1),
+                                                 serving_format=fmt)))
+
+
+def test_full_is_the_serving_copy_itself():
+    e = engine("full")
+    assert e.batcher.model is e.serving and serving_copy(e.serving, "full") is e.serving
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_fast_copy_is_close_rebuilt_at_each_swap_and_records_its_own_log_probs(fmt):
+    e = engine(fmt)
+    fast = e.batcher.model
+    assert fast is not e.serving and next(e.serving.parameters()).dtype == torch.float32
+    x = torch.tensor([[5, 17, 80, 3, 9]])
+    with torch.no_grad():
+        full, got = e.serving(input_ids=x).logits, fast(input_ids=x).logits.float()
+    assert (got - full).abs().max() < 0.25 * full.abs().max()  # close, not equal
+    served = e.answer(e.task(MSGS), 0.0, 12, 0)
+    own = ids_logprobs(fast, [served.prompt_ids], [served.response_ids], 0)[0][0]
+    assert np.allclose(own, served.rollout_log_probs, atol=2e-2)  # the fast copy's log-probs are the ones recorded
+    with torch.no_grad():  # a new version: the trainer's weights move, the fast copy is rebuilt from them
+        for p in e.trainer.parameters():
+            if p.requires_grad:
+                p.add_(0.05 * torch.randn_like(p))
+    e.publish(1)
+    assert e.batcher.model is not fast and e.version == 1
+    with torch.no_grad():
+        full, got = e.serving(input_ids=x).logits, e.batcher.model(input_ids=x).logits.float()
+        old = fast(input_ids=x).logits.float()
+    assert (got - full).abs().max() < (old - full).abs().max()
+
+
+def test_an_unknown_format_is_refused_by_name():
+    with pytest.raises(ValueError, match="serving_format must be one of"):
+        check_serve_config(ServeConfig(serving_format="fp8"))
