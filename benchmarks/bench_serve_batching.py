@@ -1,17 +1,18 @@
 """Concurrent sessions decoded together vs one at a time (issue 45). Measured, not a timed test.
 
     python benchmarks/bench_serve_batching.py [--concurrency 1 4 16] [--requests 6] [--max-tokens 32]
-                                              [--repeats 2] [--seed 0] [--json results/serve/bench_serve_batching.json]
+                                              [--repeats 2] [--seed 0] [--formats full int8]
+                                              [--json results/serve/bench_serve_batching.json]
                                               [--out results/serve/bench_serve_batching.md]
 
-Two servers of the tiny GPT in this process (``claw_lib.serve.LiveServer``, training off: serving only), the same
+Servers of the tiny GPT in this process (``claw_lib.serve.LiveServer``, training off: serving only), the same
 clients against each, in the same run: **batched** (``ServeConfig.max_batch`` 16, continuous batching) and
-**one at a time** (``max_batch`` 1, the baseline: the engine decodes one sequence, the others wait). For each
-concurrency C, C client threads (in a separate process) each send ``--requests`` chat completions one after
-another (raw httpx, side turns, temperature 1 with a fixed seed per request, so both servers write the same
-answers). Reported: tokens/s (completion tokens of all requests / wall time), p50 and p95 of the client's wall
-time per request, and p50 over the lone request's p50 (concurrency 1 of the same server kind). Server kinds
-alternate, ``--repeats`` times.
+**one at a time** (``max_batch`` 1, the baseline: the engine decodes one sequence, the others wait); with
+``--formats``, both again for each serving copy (``ServeConfig.serving_format``). For each concurrency C, C client
+threads (in a separate process) each send ``--requests`` chat completions one after another (raw httpx, side
+turns, temperature 1 with a fixed seed per request, so the servers write the same answers). Reported: tokens/s
+(completion tokens of all requests / wall time), p50 and p95 of the client's wall time per request, and p50 over
+the lone request's p50 (concurrency 1 of the same server kind). Server kinds alternate, ``--repeats`` times.
 
 ``benchmarks/bench_serve.py`` is the other serving benchmark: latency with training on vs off.
 """
@@ -75,20 +76,21 @@ def client_process(url: str, concurrency: int, requests: int, max_tokens: int, s
     return {"latency_s": lat, "tokens": int(sum(tokens)), "wall_s": wall}
 
 
-def run_kind(max_batch: int, a, threads: int) -> dict:
-    """One server with ``max_batch``; every concurrency once (after a warm-up); returns the rows by concurrency."""
+def run_kind(max_batch: int, fmt: str, a, threads: int) -> dict:
+    """One server with ``max_batch`` decoding from its ``fmt`` serving copy; every concurrency once (after a
+    warm-up); returns the rows by concurrency."""
     from claw_lib.config import PPOConfig
     from claw_lib.serve import LiveServer, ServeConfig
 
     cfg = ServeConfig(ppo=PPOConfig(strategy="combined", seed=a.seed, progress=False, threads=threads), train=False,
-                      max_batch=max_batch, max_tokens_limit=max(a.max_tokens, 1))
+                      max_batch=max_batch, max_tokens_limit=max(a.max_tokens, 1), serving_format=fmt)
     out = {}
     with LiveServer(cfg, port=0) as srv:
         clients(srv.url, 2, 2, a.max_tokens, a.seed + 999)  # warm-up, not counted
         for c in a.concurrency:
             r = clients(srv.url, c, a.requests, a.max_tokens, a.seed)
             out[c] = r
-            print(f"max_batch {max_batch:>2}, {c:>2} sessions: {r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
+            print(f"{fmt}, max_batch {max_batch:>2}, {c:>2} sessions: {r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
                   f"{np.percentile(r['latency_s'], 50) * 1e3:.0f} ms", flush=True)
     return out
 
@@ -97,7 +99,7 @@ def summary(runs: list, concurrency) -> list:
     """One row per (kind, concurrency): requests, tokens/s, p50, p95 (ms), p50 over the lone p50, pooled over
     the repeats."""
     rows = []
-    for kind in ("batched", "one at a time"):
+    for kind in dict.fromkeys(r["kind"] for r in runs):
         mine = [r for r in runs if r["kind"] == kind]
         lone = None
         for c in concurrency:
@@ -125,11 +127,11 @@ def report(rows: list, a, threads: int) -> str:
     for r in rows:
         lines.append(f"| {r['kind']} | {r['concurrency']} | {r['requests']} | {r['tokens_per_s']:.0f} | "
                      f"{r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['p50_over_lone']:.2f} |")
-    by = {(r["kind"], r["concurrency"]): r for r in rows}
     top = max(a.concurrency)
-    b, o = by[("batched", top)], by[("one at a time", top)]
-    lines += ["", f"At {top} sessions, batched vs one at a time: {b['tokens_per_s'] / o['tokens_per_s']:.2f}x the "
-              f"tokens/s, p50 {b['p50_ms'] / o['p50_ms']:.2f}x; batched p50 is {b['p50_over_lone']:.2f}x a lone "
+    b, o = (next(r for r in rows if r["kind"].startswith(k) and r["concurrency"] == top)
+            for k in ("batched", "one at a time"))
+    lines += ["", f"At {top} sessions ({a.formats[0]} serving copy), batched vs one at a time: "
+              f"{b['tokens_per_s'] / o['tokens_per_s']:.2f}x the tokens/s, p50 {b['p50_ms'] / o['p50_ms']:.2f}x; batched p50 is {b['p50_over_lone']:.2f}x a lone "
               "request's (issue 45's target: at most 3x)."]
     return "\n".join(lines)
 
@@ -141,6 +143,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--formats", nargs="+", default=["full"], choices=["full", "bf16", "int8"],
+                    help="serving copies to compare (ServeConfig.serving_format; default: full)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: the free cores)")
     ap.add_argument("--json", type=Path, default=None, help="also write every latency and the summary as JSON")
     from claw_lib.utils import add_report_args, atomic_write, check_new_file, publish_report, report_path, \
@@ -156,8 +160,11 @@ def main(argv=None) -> int:
     threads = set_threads(a.threads)
     runs = []
     for k in range(a.repeats):
-        for kind, max_batch in (("batched", 16), ("one at a time", 1))[::1 if k % 2 == 0 else -1]:
-            runs.append({"kind": kind, "max_batch": max_batch, "by_c": run_kind(max_batch, a, threads)})
+        kinds = [(f"{name}{'' if fmt == 'full' else ', ' + fmt}", mb, fmt) for fmt in a.formats
+                 for name, mb in (("batched", 16), ("one at a time", 1))]
+        for kind, max_batch, fmt in kinds[::1 if k % 2 == 0 else -1]:
+            runs.append({"kind": kind, "max_batch": max_batch, "format": fmt,
+                         "by_c": run_kind(max_batch, fmt, a, threads)})
     rows = summary(runs, a.concurrency)
     text = report(rows, a, threads)
     if a.json is not None:

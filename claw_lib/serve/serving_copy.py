@@ -8,6 +8,10 @@ decoding on a CPU is bound by reading the weights, so a quarter of the bytes is 
 weights stay full precision; the recorded rollout log-probs are the serving copy's, and the trainer logs their gap
 to its own and the importance ratio per update (``tis/rollout_logprob_abs_diff``, ``tis/ratio_mean``).
 
+torchao is not among the kit's dependencies: version 0.18 on torch 2.13.0+cpu prints four lines about GPU kernels it
+cannot load when imported, and transformers 5.24 imports it whenever it is installed, so every command's error
+output would carry them. Install it (``pip install torchao``) where "int8" is wanted.
+
 The kit's tiny GPT is a GPT-2, whose attention and MLP layers are ``Conv1D`` rather than ``nn.Linear``: there
 "int8" quantises the output layer only. Hugging Face models such as Qwen2.5 are ``nn.Linear`` throughout.
 """
