@@ -65,7 +65,8 @@ async def _events(system, req, queue, pending, task):
     while not queue.empty():
         yield token(queue.get_nowait())
     if task.exception() is not None:
-        yield chunk([], error={"message": f"decoding failed: {task.exception()}", "type": "server_error"})
+        e = task.exception()
+        yield chunk([], error={"message": str(e) or type(e).__name__, "type": "server_error"})
         return
     served, turn = task.result()
     claw = claw_field(served, turn, req)

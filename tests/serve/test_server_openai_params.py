@@ -136,3 +136,15 @@ def test_concurrent_requests_get_their_alone_answers(server):
     for t in threads:
         t.join(60)
     assert got == solo
+
+
+def test_a_retried_main_turn_streams_its_recorded_answer(server):
+    """A main turn sent again (its answer lost to the client) is answered from the records: a stream carries the
+    recorded text although nothing is decoded."""
+    c = client(server)
+    h = {"X-Session-Id": "retry-stream"}
+    first = c.chat.completions.create(model="tiny", messages=Q, temperature=1.0, extra_headers=h)
+    chunks = list(c.chat.completions.create(model="tiny", messages=Q, temperature=1.0, stream=True, extra_headers=h))
+    assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == first.choices[0].message.content
+    finish = [ch for ch in chunks if ch.choices and ch.choices[0].finish_reason][0]
+    assert finish.model_extra["claw"]["turn"] == 0 == first.model_extra["claw"]["turn"]
