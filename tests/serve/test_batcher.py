@@ -193,3 +193,24 @@ class _CharTexts:
 
     def add(self, i):
         return self.chars[i]
+
+
+def test_a_rope_model_with_grouped_query_attention_decodes_the_same_batched():
+    """A small random Qwen2 (rotary positions, 2 key-value heads for 4 query heads), built offline: greedy answers of
+    prompts of different lengths joining at different steps equal Hugging Face's own greedy generate, one by one."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False)
+    model = Qwen2ForCausalLM(cfg).eval()
+    rng = random.Random(1)
+    prompts = [[rng.randrange(1, 97) for _ in range(n)] for n in (3, 11, 7, 19, 5)]
+    seqs = [Sequence(p, SamplingParams(temperature=0.0, max_tokens=12), (), lambda ids: "", _CharTexts(" " * 97))
+            for p in prompts]
+    drive((model, None), {0: seqs[:2], 3: seqs[2:4], 6: seqs[4:]})
+    for p, s in zip(prompts, seqs):
+        with torch.no_grad():
+            ref = model.generate(torch.tensor([p]), attention_mask=torch.ones(1, len(p), dtype=torch.long),
+                                 max_new_tokens=12, do_sample=False, eos_token_id=None, pad_token_id=0)[0, len(p):]
+        assert s.ids == ref.tolist()

@@ -148,3 +148,14 @@ def test_a_retried_main_turn_streams_its_recorded_answer(server):
     assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == first.choices[0].message.content
     finish = [ch for ch in chunks if ch.choices and ch.choices[0].finish_reason][0]
     assert finish.model_extra["claw"]["turn"] == 0 == first.model_extra["claw"]["turn"]
+
+
+def test_a_stream_of_n_choices_adds_up_to_each_choice(server):
+    c = client(server)
+    kw = dict(model="tiny", messages=Q, n=2, seed=5, temperature=2.0, max_tokens=16)
+    plain = c.chat.completions.create(**kw)
+    texts = {0: "", 1: ""}
+    for ch in c.chat.completions.create(stream=True, **kw):
+        for choice in ch.choices:
+            texts[choice.index] += choice.delta.content or ""
+    assert [texts[0], texts[1]] == [ch.message.content for ch in plain.choices]
