@@ -4,7 +4,7 @@ the personas and their checks: :mod:`claw_lib.toy.homework`; the problems: :mod:
 One session per problem of the stream, in the stream's order, ``concurrency`` sessions at once (so the serving
 engine decodes them together), each through the official ``openai`` client with upstream's session headers:
 
-1. the user asks for the solution (the same request :func:`~claw_lib.toy.homework_eval.first_request` gives the
+1. the user asks for the solution (the same request :func:`~claw_lib.toy.homework.first_request` gives the
    ceiling measurement, so a live session and the ceiling see the same words);
 2. the model answers; the persona's deterministic check reads the reply (Reef's acceptance of the first reply);
 3. not accepted: the user's complaint (natural words, never a number) is the next main-line turn, whose answer is
@@ -29,8 +29,7 @@ from typing import Callable, List, Optional, Sequence
 
 from ..config import GSM8K_SPLITS, HOMEWORK_PERSONAS
 from ..toy.gsm8k import Problem, is_correct, load_split, read_gsm8k
-from ..toy.homework import HOMEWORK_LANGS
-from ..toy.homework_eval import first_request
+from ..toy.homework import HOMEWORK_LANGS, first_request
 from ..utils import check_real
 from .simulate import STABLE_K, _Driver, normalise_url, sessions_until_stable
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..config import HOMEWORK_PERSONAS
 from ..text.phrases import (AI_STYLE_WORDS, ENCOURAGEMENTS, FRIENDLY_OPENERS, HOMEWORK_ASKS, HOMEWORK_THANKS,
@@ -37,7 +37,7 @@ from ..text.phrases import (AI_STYLE_WORDS, ENCOURAGEMENTS, FRIENDLY_OPENERS, HO
 from .gsm8k import Problem, final_number
 
 __all__ = ["AI_STYLE_MARKERS", "LATEX_PATTERN", "HOMEWORK_LANGS", "ai_style_markers", "work_steps", "opening",
-           "checks", "accepts", "preference", "Reaction", "HomeworkUser"]
+           "checks", "accepts", "preference", "Reaction", "HomeworkUser", "request_messages", "first_request"]
 
 #: the languages a homework user speaks
 HOMEWORK_LANGS = ("en", "zh")
@@ -193,3 +193,16 @@ class HomeworkUser:
         if all(verdict.values()):
             return Reaction(self.rng.choice(HOMEWORK_THANKS[self.lang]), True, verdict, done=True)
         return Reaction(self.complaint(verdict, ai_style_markers(reply)), False, verdict)
+
+
+def request_messages(user: HomeworkUser, problem: Problem, system: Optional[str] = None) -> List[dict]:
+    """The session's first request as chat messages: ``[system?, user]``."""
+    head = [{"role": "system", "content": system}] if system else []
+    return head + [{"role": "user", "content": user.ask(problem)}]
+
+
+def first_request(persona: str, lang: str, problem: Problem, seed: int = 0) -> Tuple[HomeworkUser, List[dict]]:
+    """The user of this problem's session (seeded ``seed + problem.index``, its request made) and the request: the
+    same pair on every call, so every condition, decoding and OPD view sees the same request and reaction."""
+    user = HomeworkUser(persona, lang, seed + problem.index)
+    return user, request_messages(user, problem)

@@ -38,28 +38,15 @@ from ..models.lm import encode, generate, max_positions
 from ..prompts import append_hint, build_prompt, has_chat_template, template_messages
 from ..signals.opd import drift_controls, explain_turn, judge_turn
 from .gsm8k import Problem, is_correct
-from .homework import AI_STYLE_MARKERS, LATEX_PATTERN, HomeworkUser, checks, preference
+from .homework import AI_STYLE_MARKERS, LATEX_PATTERN, checks, first_request, preference
 
-__all__ = ["request_messages", "first_request", "render", "hinted_messages", "ceiling", "LANDING_CLASSES",
+__all__ = ["render", "hinted_messages", "ceiling", "LANDING_CLASSES",
            "DRIFT_VARIANTS", "objected_spans", "token_classes", "landing", "opd_tokens"]
 
 #: the kinds of response token OPD's signal is read by (:func:`token_classes`)
 LANDING_CLASSES = ("first", "style", "number", "other")
 #: the advantage as OPD computes it, and with each drift control (name -> drift_controls keyword arguments)
 DRIFT_VARIANTS = {"raw": {}, "skip_first": {"skip_first": 1}, "skip_first_centred": {"skip_first": 1, "center": True}}
-
-
-def request_messages(user: HomeworkUser, problem: Problem, system: Optional[str] = None) -> List[dict]:
-    """The session's first request as chat messages: ``[system?, user]``."""
-    head = [{"role": "system", "content": system}] if system else []
-    return head + [{"role": "user", "content": user.ask(problem)}]
-
-
-def first_request(persona: str, lang: str, problem: Problem, seed: int = 0) -> Tuple[HomeworkUser, List[dict]]:
-    """The user of this problem's session (seeded ``seed + problem.index``, its request made) and the request: the
-    same pair on every call, so every condition, decoding and OPD view sees the same request and reaction."""
-    user = HomeworkUser(persona, lang, seed + problem.index)
-    return user, request_messages(user, problem)
 
 
 def _hinted(persona: str, lang: str, problem: Problem, reply: str, seed: int, judge) -> Optional[List[dict]]:

@@ -11,7 +11,7 @@ from claw_lib.serve import LiveServer, ServeConfig
 from claw_lib.serve import homework_sim as hw
 from claw_lib.toy.gsm8k import Problem
 from claw_lib.toy.homework import accepts
-from claw_lib.toy.homework_eval import first_request
+from claw_lib.toy.homework import first_request
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "gsm8k" / "sample.jsonl"
 PLAIN = "She bakes 4 * 6 = 24 muffins and gives away 9, so 24 - 9 = 15 are left. 15"

@@ -12,7 +12,8 @@ from claw_lib.prompts import HINT_MARKER
 from claw_lib.toy import homework_eval
 from claw_lib.toy.gsm8k import Problem, make_definition
 from claw_lib.toy.homework import HomeworkUser, preference
-from claw_lib.toy.homework_eval import ceiling, hinted_messages, render, request_messages
+from claw_lib.toy.homework import request_messages
+from claw_lib.toy.homework_eval import ceiling, hinted_messages, render
 from tests.tool_module import load_tool
 
 PROBLEMS = [Problem(0, "Tom has 2 apples and buys 3 more. How many now?", "5"),
@@ -54,7 +55,7 @@ def test_with_a_chat_template_the_requests_are_the_ones_opd_scores():
     """The untrained request is the student prompt explain_turn scores, the hinted one its teacher prompt (both built
     by claw_lib.prompts from the bare request), the prompted one the request after a system message."""
     from claw_lib.prompts import build_prompt, teacher_prompt
-    from claw_lib.toy.homework_eval import first_request
+    from claw_lib.toy.homework import first_request
 
     tok = ChatML()
     user, base = first_request("student", "en", PROBLEMS[0], seed=2)
