@@ -1,4 +1,4 @@
-"""Concurrent sessions decoded together vs one at a time (issue 45). Measured, not a timed test.
+"""Concurrent sessions decoded together vs one at a time. Measured, not a timed test.
 
     python benchmarks/bench_serve_batching.py [--concurrency 1 4 16] [--requests 6] [--max-tokens 32]
                                               [--repeats 2] [--seed 0] [--formats full int8]
@@ -164,7 +164,7 @@ def report(rows: list, a, threads: int, engine: dict) -> str:
             for k in ("batched", "one at a time"))
     lines += ["", f"At {top} sessions ({a.formats[0]} serving copy), batched vs one at a time: "
               f"{b['tokens_per_s'] / o['tokens_per_s']:.2f}x the tokens/s, p50 {b['p50_ms'] / o['p50_ms']:.2f}x; "
-              f"batched p50 is {b['p50_over_lone']:.2f}x a lone request's (issue 45's target: at most 3x)."]
+              f"batched p50 is {b['p50_over_lone']:.2f}x a lone request's (the target: at most 3x)."]
     lo = min(a.concurrency)
     lines += ["", "The engine alone (threads of the server's process calling `Engine.answer`, no HTTP, no client "
               "process), batched, full serving copy: p50 " + ", ".join(f"{engine[c]:.1f} ms at {c}" for c in

@@ -1,4 +1,4 @@
-"""kill -9 sweep of the live system (issue 43): ``claw simulate`` drives ``claw serve`` while the server is killed
+"""kill -9 sweep of the live system: ``claw simulate`` drives ``claw serve`` while the server is killed
 with SIGKILL again and again, half of the kills at the moment a turn's line reaches ``turns.jsonl`` (the turn
 recorded, its answer not yet sent: the client retries it), and each kill is followed by the same ``claw serve``
 command. Afterwards the run folder is checked:

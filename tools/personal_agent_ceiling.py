@@ -1,4 +1,4 @@
-"""The personal-agent ceiling (issue 46): for every homework persona, the acceptance and correctness of the first
+"""The personal-agent ceiling: for every homework persona, the acceptance and correctness of the first
 reply on GSM8K problems, of the untrained model, of the model told the preference in a system prompt, and of OPD's
 hinted teacher exactly as OPD scores it (claw_lib.toy.homework_eval), greedy and sampled; with ``--landing``, where
 OPD's negative advantage lands on the untrained replies (the first token, style tokens, numbers, other), raw and with

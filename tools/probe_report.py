@@ -306,7 +306,7 @@ def report(res: dict, rv: dict = None) -> str:
             "", quality_table(judge), ""]
     if rv is not None:
         out += reviser_sections(rv)
-    if LOCALISER_SECTION.exists():  # tools/probe_localiser.py wrote it (issue 47)
+    if LOCALISER_SECTION.exists():  # tools/probe_localiser.py wrote it
         out += [LOCALISER_SECTION.read_text("utf-8").strip(), ""]
     out += ["## Targets not reached on test", ""] + (_misses(res, rv) or ["(none)"]) + [""]
     return "\n".join(out)

@@ -112,7 +112,7 @@ def reviser_rows(path="results/probe_reviser.json", strategy="binary") -> str:
 
 
 def localiser_rows(path="results/probe_localiser.json", strategy="binary") -> str:
-    """The learned localiser (issue 47) beside the rules and their combination (the rules where they find a
+    """The learned localiser beside the rules and their combination (the rules where they find a
     contradiction, else the localiser) on every probe set's dev and test split: hit / precision / recall, all and per
     language, whole-span recall, no-error rows, pairs per second (results/probe_localiser.json, written by
     tools/probe_localiser.py)."""

@@ -1,4 +1,4 @@
-"""Train the learned localiser (issue 47, :mod:`claw_lib.signals.localiser`) from a clean clone, in one command:
+"""Train the learned localiser (:mod:`claw_lib.signals.localiser`) from a clean clone, in one command:
 generated pairs (:mod:`claw_lib.toy.localiser_data`), the network, the threshold chosen on the probe sets' dev splits
 (:mod:`claw_lib.toy.localiser_fit`). Seeded and on one thread: the same settings give the same checkpoint.
 

@@ -1,4 +1,4 @@
-"""The seam between the four stages (:mod:`claw_lib.rl.ppo`) and the three drivers that feed them (issue 44): the
+"""The seam between the four stages (:mod:`claw_lib.rl.ppo`) and the three drivers that feed them: the
 kit's loop (:func:`claw_lib.rl.ppo.rollout`, run by :mod:`claw_lib.rl.run`), the TRL engine
 (:mod:`claw_lib.integrations.trl`: TRL generates, the kit scores) and the live server (:mod:`claw_lib.serve.loops`:
 users' turns, served earlier, with their next states). Each driver builds the stages' input with this module only:

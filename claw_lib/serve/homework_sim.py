@@ -1,5 +1,5 @@
-"""The paper's personal-agent stream driven live: ``claw simulate --stream gsm8k --user student`` (issue 46;
-the personas and their checks: :mod:`claw_lib.toy.homework`; the problems: :mod:`claw_lib.toy.gsm8k`).
+"""The paper's personal-agent stream driven live: ``claw simulate --stream gsm8k --user student`` (the
+personas and their checks: :mod:`claw_lib.toy.homework`; the problems: :mod:`claw_lib.toy.gsm8k`).
 
 One session per problem of the stream, in the stream's order, ``concurrency`` sessions at once (so the serving
 engine decodes them together), each through the official ``openai`` client with upstream's session headers:

@@ -1,4 +1,4 @@
-"""The learned localiser (issue 47; the article's section 7, "训练一个专门的奖励模型来预测Token级的得分"; notebooks 10 and 13):
+"""The learned localiser (the article's section 7, "训练一个专门的奖励模型来预测Token级的得分"; notebooks 10 and 13):
 a small model reads (question, output, correction) and gives every output word a probability of being wrong.
 
 Where the rules (:mod:`claw_lib.signals.rules`) hand-write how to read a correction, this model learns it from pairs

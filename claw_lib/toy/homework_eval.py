@@ -1,4 +1,4 @@
-"""The personal-agent ceiling: what a model does for a homework persona before any training (issue 46).
+"""The personal-agent ceiling: what a model does for a homework persona before any training.
 
 OPD distils what the hinted model does into the unhinted one, and Binary RL reinforces what sampling finds, so what a
 model can learn from its user is bounded by what it does when told. For one persona (:mod:`claw_lib.toy.homework`)

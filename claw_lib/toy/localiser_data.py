@@ -1,4 +1,4 @@
-"""Training pairs for the learned localiser (:mod:`claw_lib.signals.localiser`, issue 47), labelled by construction.
+"""Training pairs for the learned localiser (:mod:`claw_lib.signals.localiser`), labelled by construction.
 
 Every pair is a probe-set row (``id``, ``lang``, ``kind``, ``style``, ``question``, ``output``, ``correction``,
 ``rejected``: the character spans of the wrong words the correction addresses, ``unaddressed``: a wrong claim it

@@ -1,4 +1,4 @@
-"""Training the learned localiser (:mod:`claw_lib.signals.localiser`, issue 47) on generated pairs, and choosing its
+"""Training the learned localiser (:mod:`claw_lib.signals.localiser`) on generated pairs, and choosing its
 threshold on the probe sets' dev splits (``tools/train_localiser.py`` runs it; ``tools/probe_report.py`` retrains it
 for the ablation of the training data).
 
