@@ -24,14 +24,13 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from ..config import GSM8K_SPLITS, HOMEWORK_PERSONAS
 from ..toy.gsm8k import Problem, is_correct, load_split, read_gsm8k
 from ..toy.homework import HOMEWORK_LANGS, first_request
 from ..utils import check_real
-from .simulate import STABLE_K, _Driver, normalise_url, sessions_until_stable
+from .simulate import STABLE_K, _Driver, _write_rows, normalise_url, sessions_until_stable
 
 __all__ = ["HomeworkRow", "HomeworkResult", "simulate_homework", "stream_problems", "add_arguments",
            "run_from_args", "MAX_TURNS"]
@@ -185,7 +184,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(a) -> int:
     """``claw simulate --stream gsm8k``: the stream run, its summary, ``--out`` (one JSON line per session)."""
-    from ..utils import atomic_write, check_new_file
+    from ..utils import check_new_file
 
     out = check_new_file(a.out, a.force) if a.out is not None else None
     problems = stream_problems(a.split, a.gsm8k, a.problems)
@@ -195,7 +194,6 @@ def run_from_args(a) -> int:
                             a.temperature, a.max_tokens, a.timeout, a.session_prefix)
     print(res.summary())
     if out is not None:
-        with atomic_write(Path(out), replace=a.force) as f:
-            f.write(res.rows_jsonl())
+        _write_rows(out, res.rows_jsonl(), a.force)
         print(f"per-session rows: {out}")
     return 0

@@ -134,9 +134,7 @@ class LiveSystem:
         if retry is not None:
             return retry
         self.book.next_index(req.session_id)  # refuses a finished session before any work
-        task = self.engine.task(req.messages)
-        t0 = time.time()
-        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed(), req.params)
+        task, t0, served = self._answer(req)
         with self.cond:
             retry = self.recorded_answer(req)  # the original of this retry was recorded while this one was decoded
             if retry is not None:
@@ -159,17 +157,19 @@ class LiveSystem:
 
     def _side(self, req: ChatTurn):
         """A side turn: served, counted, never recorded."""
-        task = self.engine.task(req.messages)
-        t0 = time.time()
-        served = self.engine.answer(task, req.temperature, req.max_tokens, self._seed(), req.params)
+        _, t0, served = self._answer(req)
         with self.cond:
             self.counts["side_turns_served"] += 1
         self.event("served", t0, time.time(), session_id=req.session_id, turn=None, version=served.version,
                    turn_type="side")
         return served
 
-    def _seed(self) -> int:
-        return self.ppo.seed * 100_003 + self.counts["turns_served"] + self.counts["side_turns_served"]
+    def _answer(self, req: ChatTurn):
+        """(the task, the start time, the Served answer) of ``req`` from the serving copy; nothing recorded."""
+        task = self.engine.task(req.messages)
+        t0 = time.time()
+        seed = self.ppo.seed * 100_003 + self.counts["turns_served"] + self.counts["side_turns_served"]
+        return task, t0, self.engine.answer(task, req.temperature, req.max_tokens, seed, req.params)
 
     def recorded_answer(self, req: ChatTurn):
         """(Served, turn index) of the session's last recorded turn when ``req`` repeats its messages while that
