@@ -170,7 +170,15 @@ def report(rows: list, a, threads: int, engine: dict) -> str:
               "process), batched, full serving copy: p50 " + ", ".join(f"{engine[c]:.1f} ms at {c}" for c in
                                                                      a.concurrency)
               + f"; {top} sessions {engine[top] / engine[lo]:.2f}x the lone p50."]
+    lines += ["", NOT_ESTABLISHED]
     return "\n".join(lines)
+
+
+#: what a run of this benchmark does not establish (printed under its tables)
+NOT_ESTABLISHED = ("What this does not establish: anything about a real model (the tiny GPT's layers are `Conv1D`, so "
+                   "int8 quantises only its output layer, and a 0.5B model is bound by reading its weights, not by the "
+                   "per-row cost seen here); a quiet machine (the clients, HTTP and decoding shared two loaded cores); "
+                   "more than one run's ratios (other runs that day gave 3.4x to 4.5x the tokens/s at 16 sessions).")
 
 
 def main(argv=None) -> int:
