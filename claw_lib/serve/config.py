@@ -25,7 +25,7 @@ SERVE_STRATEGIES = JUDGED_STRATEGIES
 #: ("all" when the tokenizer has a chat template, else "last")
 CONTEXTS = ("auto", "last", "all")
 #: the weights the server decodes from (:mod:`claw_lib.serve.serving_copy`): "full" (the trainer's precision),
-#: "bf16" (a bfloat16 copy: a GPU's format), "int8" (int8 weights via torchao: a CPU's fastest)
+#: "bf16" (a bfloat16 copy: a GPU's format), "int8" (int8 weights, dynamic quantisation: a CPU's fastest)
 SERVING_FORMATS = ("full", "bf16", "int8")
 
 
@@ -84,7 +84,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         raise ValueError(f"serving_format must be one of {SERVING_FORMATS}, got {cfg.serving_format!r}")
     from .serving_copy import check_serving_format
 
-    check_serving_format(cfg.serving_format)
+    check_serving_format(cfg.serving_format, str(cfg.ppo.device))  # "auto" on a GPU is caught at load
     for name, lo in (("tis_cap", 0.0), ("session_timeout_s", 1e-3), ("train_delay_s", 0.0)):
         v = getattr(cfg, name)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):

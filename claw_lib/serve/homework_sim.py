@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from ..config import GSM8K_SPLITS, HOMEWORK_PERSONAS
 from ..toy.gsm8k import Problem, is_correct, load_split, read_gsm8k
-from ..toy.homework import HOMEWORK_LANGS, first_request
+from ..toy.homework import HOMEWORK_LANGS, first_request, preference
 from ..utils import check_real
 from .simulate import STABLE_K, _Driver, _write_rows, normalise_url, sessions_until_stable
 
@@ -104,10 +106,13 @@ def stream_problems(split: str = "stream", gsm8k=None, problems_file=None) -> Li
 
 
 def _session(drv: _Driver, problem: Problem, index: int, session_id: str, persona: str, lang: str, seed: int,
-             max_turns: int) -> HomeworkRow:
-    """One session (module docstring); the user's last message is sent with ``X-Session-Done``."""
+             max_turns: int, prompted: bool = False) -> HomeworkRow:
+    """One session (module docstring); the user's last message is sent with ``X-Session-Done``. ``prompted``: the
+    persona's preference as a system prompt before the request (the prompt-only control)."""
     t0 = time.monotonic()
     user, msgs = first_request(persona, lang, problem, seed)
+    if prompted:
+        msgs = [{"role": "system", "content": preference(persona, lang)}] + msgs
     where = f"session {index + 1} ({session_id}, GSM8K problem {problem.index})"
     first, versions, accepted_at = None, [], None
     for k in range(max_turns):
@@ -132,8 +137,11 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
                       seed: int = 0, concurrency: int = 1, max_turns: int = MAX_TURNS, model: Optional[str] = None,
                       temperature: Optional[float] = None, max_tokens: Optional[int] = None, timeout: float = 600.0,
                       session_prefix: Optional[str] = None,
-                      on_session: Optional[Callable[[HomeworkRow], None]] = None) -> HomeworkResult:
+                      on_session: Optional[Callable[[HomeworkRow], None]] = None, prompted: bool = False,
+                      done: Sequence[HomeworkRow] = ()) -> HomeworkResult:
     """Drive the server at ``url`` with one session per problem (module docstring), ``concurrency`` at once.
+    ``prompted``: the preference as a system prompt (the prompt-only control); ``done``: sessions of an earlier,
+    interrupted run of the same stream (kept, not run again; resume with the same ``session_prefix``).
     ValueError (one line) for a bad setting, an unreachable server or one that answers an error."""
     if persona not in HOMEWORK_PERSONAS:
         raise ValueError(f"--user for the gsm8k stream must be one of {HOMEWORK_PERSONAS}, got {persona!r}")
@@ -149,14 +157,17 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
     t0 = time.monotonic()
 
     def one(n: int) -> HomeworkRow:
-        row = _session(drv, problems[n], n, f"{prefix}-{n:04d}", persona, lang, seed, max_turns)
+        row = _session(drv, problems[n], n, f"{prefix}-{n:04d}", persona, lang, seed, max_turns, prompted)
         if on_session is not None:
             on_session(row)
         return row
 
+    kept = {r.session: r for r in done if r.session < len(problems)}
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="claw-student") as pool:
-            res.rows = list(pool.map(one, range(len(problems))))  # stream order, whatever order they finish in
+            todo = [n for n in range(len(problems)) if n not in kept]
+            new = dict(zip(todo, pool.map(one, todo)))
+        res.rows = [kept.get(n) or new[n] for n in range(len(problems))]  # stream order, whatever order they finished
     finally:
         drv.close()
         res.seconds = time.monotonic() - t0
@@ -178,22 +189,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", choices=HOMEWORK_LANGS, default="en", help="the persona's language (default en)")
     parser.add_argument("--concurrency", type=int, default=4,
                         help="sessions at once (default 4; the serving engine decodes them together)")
+    parser.add_argument("--prompted", action="store_true",
+                        help="the persona's preference as a system prompt before each session (the prompt-only "
+                             "control)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the sessions already in --out and run the others (the same command goes on after "
+                             "a kill); each session is appended to --out as it ends")
     parser.add_argument("--max-turns", type=int, default=MAX_TURNS,
                         help=f"answers per session before the user gives up (default {MAX_TURNS}, as upstream)")
 
 
+def _resumed(path, persona: str, lang: str, prefix: Optional[str]) -> tuple:
+    """The finished sessions in ``path`` (the journal of an interrupted run) and the session prefix to go on with:
+    ``([HomeworkRow], prefix)``. ValueError (one line) for a file of another persona, language or prefix."""
+    names = {f.name for f in fields(HomeworkRow)}
+    try:
+        rows = [HomeworkRow(**{k: v for k, v in json.loads(line).items() if k in names})
+                for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"--resume: {path} is not a file of claw simulate --stream gsm8k sessions ({e})") from None
+    kinds = {(r.persona, r.lang) for r in rows}
+    if kinds - {(persona, lang)}:
+        raise ValueError(f"--resume: {path} holds sessions of {sorted(kinds)}, not of --user {persona} --lang {lang}")
+    found = {r.session_id.rsplit("-", 1)[0] for r in rows}
+    if len(found) > 1 or (prefix is not None and found - {prefix}):
+        raise ValueError(f"--resume: {path} holds sessions of prefix {sorted(found)}, not {prefix!r}")
+    return rows, (prefix or next(iter(found), None))
+
+
 def run_from_args(a) -> int:
-    """``claw simulate --stream gsm8k``: the stream run, its summary, ``--out`` (one JSON line per session)."""
+    """``claw simulate --stream gsm8k``: the stream run, its summary, ``--out`` (one JSON line per session). With
+    ``--resume``, the sessions already in ``--out`` are kept and the others run (the same command goes on after a
+    kill); each finished session is appended to ``--out`` as it ends, and the file is rewritten in stream order at
+    the end."""
     from ..utils import check_new_file
 
-    out = check_new_file(a.out, a.force) if a.out is not None else None
+    done, prefix = [], a.session_prefix
+    if a.resume and a.out is not None and Path(a.out).is_file():
+        done, prefix = _resumed(a.out, a.user, a.lang, prefix)
+        prefix = prefix or f"hw-{a.user}-s{a.seed}-{uuid.uuid4().hex[:6]}"
+    else:
+        out = check_new_file(a.out, a.force) if a.out is not None else None
+        if a.resume and out is not None:
+            prefix = prefix or f"hw-{a.user}-s{a.seed}-{uuid.uuid4().hex[:6]}"
+            out.write_text("", encoding="utf-8")  # the journal the sessions are appended to
     problems = stream_problems(a.split, a.gsm8k, a.problems)
     if a.sessions is not None:
         problems = problems[:a.sessions]
+    lock = threading.Lock()
+
+    def journal(row: HomeworkRow) -> None:
+        with lock, open(a.out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")
+
     res = simulate_homework(a.url, problems, a.user, a.lang, a.seed, a.concurrency, a.max_turns, a.model,
-                            a.temperature, a.max_tokens, a.timeout, a.session_prefix)
+                            a.temperature, a.max_tokens, a.timeout, prefix,
+                            on_session=journal if a.resume and a.out is not None else None, prompted=a.prompted,
+                            done=done)
     print(res.summary())
-    if out is not None:
-        _write_rows(out, res.rows_jsonl(), a.force)
-        print(f"per-session rows: {out}")
+    if a.out is not None:
+        _write_rows(a.out, res.rows_jsonl(), a.force or a.resume)
+        print(f"per-session rows: {a.out}")
     return 0

@@ -2,24 +2,26 @@
 
 The engine keeps its full-precision serving copy (what a checkpoint and the tests read) and decodes from
 :func:`serving_copy` of it: the same module for "full"; a bfloat16 copy for "bf16" (a GPU's fast format); for "int8"
-a copy whose ``nn.Linear`` layers hold int8 weights and quantise their activations on the fly (torchao's
-``Int8DynamicActivationInt8WeightConfig``, the maintained successor of ``torch.ao.quantization.quantize_dynamic``;
-decoding on a CPU is bound by reading the weights, so a quarter of the bytes is where the time is). The training
-weights stay full precision; the recorded rollout log-probs are the serving copy's, and the trainer logs their gap
-to its own and the importance ratio per update (``tis/rollout_logprob_abs_diff``, ``tis/ratio_mean``).
+a copy whose ``nn.Linear`` layers hold int8 weights and quantise their activations on the fly (PyTorch's dynamic
+quantisation, ``torch.ao.quantization.quantize_dynamic``, whose CPU kernels ship with torch). Decoding on a CPU is
+bound by reading the weights, so a quarter of the bytes is where the time is. The training weights stay full
+precision; the recorded rollout log-probs are the serving copy's, and the trainer logs their gap to its own and the
+importance ratio per update (``tis/rollout_logprob_abs_diff``, ``tis/ratio_mean``).
 
-torchao is not among the kit's dependencies: version 0.18 on torch 2.13.0+cpu prints four lines about GPU kernels it
-cannot load when imported, and transformers 5.24 imports it whenever it is installed, so every command's error
-output would carry them. Install it (``pip install torchao``) where "int8" is wanted.
+Why not torchao, the maintained successor: measured on this kind of machine (Qwen2.5-Coder-0.5B-Instruct, 2 shared
+CPU cores, one thread, greedy, 24 new tokens), torchao 0.18 on torch 2.13.0+cpu has no fast CPU kernel for
+``Int8DynamicActivationInt8WeightConfig`` or ``Int8WeightOnlyConfig``: both decoded at about 0.2 tokens/s, against
+9.4 tokens/s for ``quantize_dynamic`` one sequence at a time and 29 tokens/s for 8 sequences together (fp32: 4.1 and
+10.4; ``benchmarks/bench_serve_batching.py --model`` measures the kit's engine). ``quantize_dynamic`` is deprecated
+in favour of torchao and warns once; the warning is silenced here.
 
 The kit's tiny GPT is a GPT-2, whose attention and MLP layers are ``Conv1D`` rather than ``nn.Linear``: there
-"int8" quantises the output layer only. Hugging Face models such as Qwen2.5 are ``nn.Linear`` throughout.
+"int8" quantises the output layer only. Hugging Face models such as Qwen2.5 are ``nn.Linear`` throughout. The
+dynamic int8 kernels are CPU kernels: "int8" is refused for a model on a GPU (use "bf16").
 """
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import warnings
 
 import torch
@@ -27,22 +29,10 @@ import torch
 __all__ = ["serving_copy", "check_serving_format"]
 
 
-def _int8_config():
-    """torchao's int8 config, imported quietly (its import reports the GPU kernels it could not load); None when
-    torchao is not installed."""
-    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
-        except ImportError:
-            return None
-    return quantize_, Int8DynamicActivationInt8WeightConfig
-
-
-def check_serving_format(fmt: str) -> None:
-    """ValueError (one line) for a format this machine cannot build: "int8" without torchao."""
-    if fmt == "int8" and _int8_config() is None:
-        raise ValueError("serving_format 'int8' needs torchao (pip install torchao); use 'full' or 'bf16'")
+def check_serving_format(fmt: str, device: str = "cpu") -> None:
+    """ValueError (one line) for a format this device cannot decode: "int8" on a GPU."""
+    if fmt == "int8" and str(device).startswith("cuda"):
+        raise ValueError(f"serving_format 'int8' is a CPU format (dynamic int8 kernels); on {device} use 'bf16'")
 
 
 def serving_copy(model, fmt: str):
@@ -50,14 +40,9 @@ def serving_copy(model, fmt: str):
     :data:`~claw_lib.serve.config.SERVING_FORMATS` ("full": ``model`` itself, no copy)."""
     if fmt == "full":
         return model
-    out = copy.deepcopy(model)
     if fmt == "bf16":
-        return out.to(torch.bfloat16)
-    found = _int8_config()
-    if found is None:
-        check_serving_format(fmt)
-    quantize_, config = found
+        return copy.deepcopy(model).to(torch.bfloat16)
+    check_serving_format(fmt, str(next(model.parameters()).device))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        quantize_(out, config())
-    return out
+        warnings.simplefilter("ignore")  # quantize_dynamic's deprecation note (module docstring)
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=False)

@@ -11,8 +11,7 @@ from claw_lib.serve.config import check_serve_config
 from claw_lib.serve.engine import Engine
 from claw_lib.serve.serving_copy import serving_copy
 
-FORMATS = ["bf16", pytest.param("int8", marks=pytest.mark.skipif(
-    __import__("importlib").util.find_spec("torchao") is None, reason="torchao is not installed"))]
+FORMATS = ["bf16", "int8"]
 MSGS = [{"role": "user", "content": "土耳其的首都是哪里？"}]
 
 
@@ -53,3 +52,18 @@ def test_a_fast_copy_is_close_rebuilt_at_each_swap_and_records_its_own_log_probs
 def test_an_unknown_format_is_refused_by_name():
     with pytest.raises(ValueError, match="serving_format must be one of"):
         check_serve_config(ServeConfig(serving_format="fp8"))
+
+
+def test_int8_is_a_cpu_format():
+    with pytest.raises(ValueError, match="int8.*CPU format"):
+        check_serve_config(ServeConfig(serving_format="int8", ppo=PPOConfig(device="cuda")))
+
+
+def test_int8_quantises_every_linear_layer_and_nothing_else():
+    lin = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    q = serving_copy(lin, "int8")
+    kinds = [type(m).__name__ for m in q]
+    assert kinds == ["Linear", "ReLU", "Linear"] and all("quantized" in type(m).__module__ for m in (q[0], q[2]))
+    assert type(lin[0]) is torch.nn.Linear  # the full-precision module is left as it was
+    x = torch.randn(3, 8)
+    assert (q(x) - lin(x)).abs().max() < 0.05 * lin(x).abs().max() + 1e-2
