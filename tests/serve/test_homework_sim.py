@@ -96,3 +96,36 @@ def test_fact_world_flags_refuse_the_streams_flags(capsys):
 
     assert main(["simulate", "--url", "http://127.0.0.1:1", "--lang", "zh"]) == 2
     assert "--lang belong to --stream gsm8k" in capsys.readouterr().err
+
+
+def test_prompted_puts_the_preference_before_the_request():
+    from claw_lib.toy.homework import preference
+
+    d = Scripted([PLAIN])
+    hw._session(d, PROBLEM, 0, "s", "student", "en", 0, 8, prompted=True)
+    _, request = first_request("student", "en", PROBLEM, 0)
+    assert d.calls[0][0] == [{"role": "system", "content": preference("student", "en")}] + request
+
+
+def test_resume_keeps_the_finished_sessions_and_runs_the_others(tmp_path, capsys):
+    """A killed run's journal (two finished sessions): the same command runs the other four, in stream order."""
+    from claw_lib.apps.cli import main
+
+    out = tmp_path / "rows.jsonl"
+    cfg = ServeConfig(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1, max_new_tokens=8),
+                      train=False)
+    argv = ["simulate", "--stream", "gsm8k", "--user", "student", "--problems", str(SAMPLE), "--concurrency", "2",
+            "--max-turns", "1", "--max-tokens", "8", "--out", str(out), "--session-prefix", "rs", "--resume"]
+    with LiveServer(cfg, port=0) as srv:
+        assert main(argv[:1] + ["--url", srv.url] + argv[1:] + ["--sessions", "2"]) == 0
+        first = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+        assert main(argv[:1] + ["--url", srv.url] + argv[1:]) == 0
+        rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["session"] for r in rows] == list(range(6))
+    assert [r["first_reply"] for r in rows[:2]] == [r["first_reply"] for r in first]  # kept, not asked again
+    assert {r["session_id"] for r in rows} == {f"rs-{n:04d}" for n in range(6)}
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({**first[0], "persona": "teacher"}) + "\n", encoding="utf-8")
+    assert main(["simulate", "--url", "http://127.0.0.1:1"] + argv[1:argv.index("--out")]
+                + ["--out", str(other), "--resume"]) == 2
+    assert "not of --user student" in capsys.readouterr().err
