@@ -43,6 +43,9 @@ def parse(argv=None):
     ap.add_argument("--max-new-tokens", type=int, default=320, help="longest reply, in tokens (default 320)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--serving-format", default="full", choices=("full", "bf16", "int8"),
+                    help="decode from this copy of the weights, as claw serve --serving-format does (default full; "
+                         "int8: several times faster on a CPU); OPD's landing is always read in full precision")
     ap.add_argument("--landing", action="store_true",
                     help="also where OPD's advantage lands on the greedy untrained replies that drew a hint")
     ap.add_argument("--out", default=None, help="write counts and replies as JSON here")
@@ -116,7 +119,10 @@ def main(argv=None) -> int:
 
     seed_everything(a.seed)
     model, tok = load_causal_lm(a.model, device=a.device)
-    results = [ceiling(model, tok, persona, lang, problems, a.max_new_tokens, a.decodings, a.seed)
+    from claw_lib.serve.serving_copy import serving_copy
+
+    decoder = serving_copy(model, a.serving_format)
+    results = [ceiling(decoder, tok, persona, lang, problems, a.max_new_tokens, a.decodings, a.seed)
                for persona in a.personas for lang in a.langs]
     if a.landing:
         for r in results:
@@ -126,7 +132,8 @@ def main(argv=None) -> int:
         print("\n" + landing_table(results))
     if out:
         with atomic_write(out, replace=a.force) as f:
-            json.dump({"model": a.model, "split": a.split, "max_new_tokens": a.max_new_tokens, "results": results}, f,
+            json.dump({"model": a.model, "split": a.split, "max_new_tokens": a.max_new_tokens,
+                       "serving_format": a.serving_format, "results": results}, f,
                       ensure_ascii=False, indent=1)
     return 0
 
