@@ -1,0 +1,69 @@
+"""tools/personal_agent.py on the tiny GPT (CI's path of the personal-agent experiment): each arm's server, the stream,
+the held-out side turns and done.json; the same command after a kill goes on; the summary's shape."""
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.tool_module import load_tool
+
+SAMPLE = str(Path(__file__).resolve().parents[2] / "data" / "gsm8k" / "sample.jsonl")
+COMMON = ["--problems", SAMPLE, "--heldout", "3", "--max-tokens", "8", "--batch-size", "2", "--concurrency", "2",
+          "--max-turns", "2"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tool = load_tool("personal_agent")
+    root = tmp_path_factory.mktemp("pa")
+    for arm, n in (("combined", 4), ("no_training", 3)):
+        assert tool.main(["run", "--arm", arm, "--runs", str(root), "--sessions", str(n)] + COMMON) == 0
+    return tool, root
+
+
+def test_each_arm_writes_its_sessions_heldout_and_numbers(runs):
+    tool, root = runs
+    done = json.loads((root / "student_en" / "combined" / "seed0" / "done.json").read_text())
+    held = [json.loads(x) for x in (root / "student_en" / "combined" / "seed0" / "heldout.jsonl").read_text()
+            .splitlines()]
+    assert done["sessions"] == 4 and len(done["first_accepted"]) == 4 and done["heldout_n"] == 3 == len(held)
+    assert done["heldout_style"] == sum(r["accepted"] for r in held) / 3
+    assert done["policy_version"] >= 1  # combined trained on the stream
+    idle = json.loads((root / "student_en" / "no_training" / "seed0" / "done.json").read_text())
+    assert idle["policy_version"] == 0 and {r["version"] for r in map(json.loads, (
+        root / "student_en" / "no_training" / "seed0" / "heldout.jsonl").read_text().splitlines())} == {0}
+
+
+def test_the_same_command_goes_on_after_a_kill(runs, capsys):
+    """A run killed after its stream (done.json and the last held-out lines missing) finishes with the same
+    command: the held-out problems already answered are not asked again."""
+    tool, root = runs
+    folder = root / "student_en" / "combined" / "seed0"
+    before = (folder / "heldout.jsonl").read_text().splitlines()
+    (folder / "done.json").unlink()
+    (folder / "heldout.jsonl").write_text(before[0] + "\n")
+    assert tool.main(["run", "--arm", "combined", "--runs", str(root), "--sessions", "4"] + COMMON) == 0
+    after = (folder / "heldout.jsonl").read_text().splitlines()
+    assert after[0] == before[0] and len(after) == 3 and json.loads((folder / "done.json").read_text())["sessions"] == 4
+    capsys.readouterr()
+    assert tool.main(["run", "--arm", "combined", "--runs", str(root), "--sessions", "4"] + COMMON) == 0
+    assert "done already" in capsys.readouterr().out
+
+
+def test_the_summary_has_the_experiments_shape(runs, tmp_path):
+    tool, root = runs
+    assert tool.main(["summary", "--runs", str(root), "--out", str(tmp_path / "s.json")]) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    arms = s["personas"]["student"]["arms"]
+    assert s["model"] == "tiny" and set(arms) == {"combined", "no_training"}
+    for arm in arms.values():
+        assert {"seeds", "sessions_to_adaptation", "heldout_style", "heldout_style_se", "heldout_correct",
+                "heldout_correct_se", "cpu_minutes"} <= set(arm)
+    with pytest.raises(ValueError, match="exists"):  # a summary already there is not replaced by default
+        tool.main(["summary", "--runs", str(root), "--out", str(tmp_path / "s.json")])
+
+
+def test_bad_settings_are_one_line():
+    tool = load_tool("personal_agent")
+    with pytest.raises(ValueError, match="--max-turns must be at least 1"):
+        tool.parse(["run", "--max-turns", "0"])

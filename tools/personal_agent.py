@@ -1,0 +1,310 @@
+"""The paper's personal-agent experiment, live: one arm of one persona on one seed, resumable; and the summary.
+
+    python tools/personal_agent.py run --model /path/to/Qwen2.5-0.5B-Instruct --persona student --arm combined \\
+        --seed 0 --runs runs/personal_agent --gsm8k test.jsonl        # the same command goes on after a kill
+    python tools/personal_agent.py summary --runs runs/personal_agent --ceiling results/personal_agent/ceiling \\
+        --out results/personal_agent/summary.json
+
+``run`` starts ``claw serve`` on a free localhost port with the arm's settings (:data:`ARMS`; its folder
+``RUNS/PERSONA/ARM/seedS/server`` is resumed by the same command), drives the stream with ``claw simulate --stream
+gsm8k --resume`` (``sessions.jsonl``), waits until the server has judged every turn and trained every full batch,
+then asks the held-out problems as side turns (never trained on), greedy, with no system prompt (the prompt-only
+control: with it), and reads the persona's verdict and the gold answer (``heldout.jsonl``, one line per problem,
+resumed). ``done.json`` holds the run's numbers; the server's CPU time is added up over restarts (``progress.json``).
+
+Arms: ``combined``, ``binary_rl`` and ``opd`` train with that strategy; ``no_training`` serves the untrained model
+(its held-out numbers are the "before"); ``prompt_only`` serves the untrained model with the persona's preference as
+a system prompt on every request. ``summary`` writes ``summary.json`` in the experiment's shape
+(``{"model", "personas": {P: {"stream", "ceiling", "arms": {ARM: {...}}}}}``) from every finished run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from claw_lib.config import HOMEWORK_PERSONAS  # noqa: E402
+from claw_lib.serve.simulate import sessions_until_stable  # noqa: E402
+from claw_lib.toy.gsm8k import is_correct  # noqa: E402
+from claw_lib.toy.homework import HOMEWORK_LANGS, checks, first_request, preference  # noqa: E402
+from claw_lib.utils import atomic_write, check_out_file, script_main  # noqa: E402
+
+#: arm -> (claw serve flags, claw simulate flags)
+ARMS = {"combined": (["--strategy", "combined"], []), "binary_rl": (["--strategy", "binary_rl"], []),
+        "opd": (["--strategy", "opd"], []), "no_training": (["--no-train"], []),
+        "prompt_only": (["--no-train"], ["--prompted"])}
+#: seconds to wait for a server to answer after it starts (a 0.5B model loads in 30-60 s on a loaded CPU)
+START_TIMEOUT_S = 900
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_dir(a) -> Path:
+    return Path(a.runs) / f"{a.persona}_{a.lang}" / a.arm / f"seed{a.seed}"
+
+
+def start_server(a, folder: Path):
+    """``claw serve`` for the arm on a free port, its output in ``folder/serve.log``: (process, url) once
+    ``/v1/models`` answers. RuntimeError (one line) when it exits or does not answer in time."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "claw_lib.apps.cli", "serve", "--model", a.model, "--seed", str(a.seed),
+           "--serving-format", a.serving_format, "--max-tokens-limit", str(a.max_tokens), "--batch-size",
+           str(a.batch_size), "--max-new-tokens", str(a.max_tokens), "--threads", str(a.threads),
+           "--out", str(folder / "server"), "--port", str(port)] + ARMS[a.arm][0] + a.serve_args
+    log = open(folder / "serve.log", "a", encoding="utf-8")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    url, t0 = f"http://127.0.0.1:{port}", time.monotonic()
+    while time.monotonic() - t0 < START_TIMEOUT_S:
+        if proc.poll() is not None:
+            raise RuntimeError(f"claw serve exited with {proc.returncode}; see {folder / 'serve.log'}")
+        try:
+            if httpx.get(url + "/v1/models", timeout=5).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(2)
+    proc.kill()
+    raise RuntimeError(f"claw serve did not answer within {START_TIMEOUT_S} s; see {folder / 'serve.log'}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux /proc), 0.0 where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def drive_stream(a, url: str, folder: Path) -> None:
+    """``claw simulate --stream gsm8k --resume`` against ``url`` (the sessions go to ``folder/sessions.jsonl``)."""
+    cmd = [sys.executable, "-m", "claw_lib.apps.cli", "simulate", "--url", url, "--stream", "gsm8k", "--user",
+           a.persona, "--lang", a.lang, "--seed", str(a.seed), "--concurrency", str(a.concurrency), "--max-tokens",
+           str(a.max_tokens), "--max-turns", str(a.max_turns), "--timeout", "3600", "--session-prefix", f"{a.persona}-{a.arm}-s{a.seed}",
+           "--out", str(folder / "sessions.jsonl"), "--resume"] + ARMS[a.arm][1] + problem_args(a, "stream")
+    if a.sessions is not None:
+        cmd += ["--sessions", str(a.sessions)]
+    subprocess.run(cmd, check=True, cwd=ROOT)
+
+
+def problem_args(a, split: str) -> list:
+    return ["--problems", a.problems] if a.problems else ["--split", split] + (["--gsm8k", a.gsm8k] if a.gsm8k else [])
+
+
+def wait_trained(url: str, limit_s: float) -> dict:
+    """Poll the status until no turn waits for its judge and no full batch waits for the trainer (or
+    ``limit_s``); returns the last status."""
+    t0 = time.monotonic()
+    while True:
+        st = httpx.get(url + "/v1/claw/status", timeout=30).json()
+        idle = st["samples_pending"] == 0 and st["samples_scored"] < st["batch_size"]
+        if idle or st["training"] != "running" or time.monotonic() - t0 > limit_s:
+            return st
+        time.sleep(5)
+
+
+def heldout(a, url: str, folder: Path) -> list:
+    """Ask every held-out problem once as a side turn (no session: never trained on), greedy, ``a.concurrency`` at
+    once; one line per problem in ``folder/heldout.jsonl`` (``{"problem", "accepted", "correct", "tokens",
+    "version", "reply"}``), the ones already there kept. Returns the rows in the split's order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from claw_lib.serve.homework_sim import stream_problems
+
+    problems = stream_problems("heldout", a.gsm8k, a.heldout_problems or a.problems)[:a.heldout]
+    path = folder / "heldout.jsonl"
+    done = {}
+    if path.is_file():
+        done = {r["problem"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+    todo = [p for p in problems if p.index not in done]
+
+    def ask(p):
+        _, msgs = first_request(a.persona, a.lang, p, a.seed)
+        if "--prompted" in ARMS[a.arm][1]:
+            msgs = [{"role": "system", "content": preference(a.persona, a.lang)}] + msgs
+        r = httpx.post(url + "/v1/chat/completions", timeout=3600,
+                       json={"messages": msgs, "temperature": 0.0, "max_tokens": a.max_tokens}).json()
+        reply = r["choices"][0]["message"]["content"] or ""
+        row = {"problem": p.index, "accepted": all(checks(a.persona, reply).values()),
+               "correct": is_correct(reply, p.gold), "tokens": r["usage"]["completion_tokens"],
+               "version": (r.get("claw") or {}).get("policy_version"), "reply": reply}
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return row
+
+    with ThreadPoolExecutor(max_workers=a.concurrency) as pool:
+        done.update({r["problem"]: r for r in pool.map(ask, todo)})
+    return [done[p.index] for p in problems]
+
+
+def mean_se(xs) -> tuple:
+    """(mean, standard error of the mean) of 0/1 values; (None, None) for none."""
+    n = len(xs)
+    if n == 0:
+        return None, None
+    m = sum(xs) / n
+    return round(m, 4), (round(math.sqrt(m * (1 - m) / (n - 1)), 4) if n > 1 else None)
+
+
+def finish(a, folder: Path, rows: list, cpu_s: float, status: dict) -> dict:
+    """``done.json``: the run's numbers (module docstring)."""
+    sessions = [json.loads(x) for x in (folder / "sessions.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    stable = sessions_until_stable([s["first_accepted"] for s in sessions])
+    style, style_se = mean_se([r["accepted"] for r in rows])
+    correct, correct_se = mean_se([r["correct"] for r in rows])
+    out = {"persona": a.persona, "lang": a.lang, "arm": a.arm, "seed": a.seed, "model": a.model,
+           "sessions": len(sessions), "sessions_to_adaptation": stable,
+           "first_accepted": [s["first_accepted"] for s in sessions],
+           "first_correct": [s["first_correct"] for s in sessions],
+           "first_tokens": [s["first_tokens"] for s in sessions], "first_version": [s["first_version"] for s in sessions],
+           "heldout_n": len(rows), "heldout_style": style, "heldout_style_se": style_se,
+           "heldout_correct": correct, "heldout_correct_se": correct_se, "cpu_minutes": round(cpu_s / 60, 1),
+           "policy_version": status.get("policy_version"), "updates": status.get("updates"),
+           "serving_format": a.serving_format, "max_tokens": a.max_tokens, "max_turns": a.max_turns}
+    with atomic_write(folder / "done.json", replace=True) as f:
+        json.dump(out, f, indent=1)
+    return out
+
+
+def run(a) -> int:
+    """One arm of one persona on one seed (module docstring); resumable: the same command goes on."""
+    folder = run_dir(a)
+    if (folder / "done.json").is_file():
+        print(f"{folder}: done already ({folder / 'done.json'})")
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    progress = folder / "progress.json"
+    spent = json.loads(progress.read_text())["cpu_s"] if progress.is_file() else 0.0
+    proc, url = start_server(a, folder)
+    try:
+        drive_stream(a, url, folder)
+        status = wait_trained(url, a.wait_s)
+        rows = heldout(a, url, folder)
+        status = httpx.get(url + "/v1/claw/status", timeout=30).json()
+        cpu = spent + cpu_seconds(proc.pid)
+    finally:
+        cpu_now = spent + cpu_seconds(proc.pid)
+        with atomic_write(progress, replace=True) as f:
+            json.dump({"cpu_s": cpu_now}, f)
+        proc.terminate()
+        proc.wait(timeout=120)
+    out = finish(a, folder, rows, cpu, status)
+    print(json.dumps({k: v for k, v in out.items() if not isinstance(v, list)}))
+    return 0
+
+
+def ceiling_of(path: Path) -> dict:
+    """``{"untrained", "prompted", "hinted"}`` acceptance rates (greedy) of a ceiling file of
+    tools/personal_agent_ceiling.py, with the counts they come from."""
+    res = json.loads(path.read_text(encoding="utf-8"))
+    r = res["results"][0]["greedy"]
+    out = {}
+    for cond, s in r.items():
+        ran = s["n"] - s["too_long"]
+        out[cond] = {"accepted": s["accepted"], "correct": s["correct"], "n": ran,
+                     "rate": round(s["accepted"] / ran, 4) if ran else None}
+    return {**out, "split": res["split"], "serving_format": res.get("serving_format", "full")}
+
+
+def arm_summary(runs: list) -> dict:
+    """One arm over its seeds: per-seed sessions to adaptation (None: never), the held-out means over seeds (with
+    the pooled standard error of the problems' 0/1 values), CPU minutes."""
+    def pooled(key):
+        xs = [v for r in runs for v in r[key]] if all(key in r for r in runs) else []
+        return mean_se(xs)
+
+    for r in runs:
+        rows = [json.loads(x) for x in (Path(r["_folder"]) / "heldout.jsonl").read_text(encoding="utf-8").splitlines()
+                if x]
+        r["_style"], r["_correct"] = [x["accepted"] for x in rows], [x["correct"] for x in rows]
+    style, style_se = pooled("_style")
+    correct, correct_se = pooled("_correct")
+    return {"seeds": [r["seed"] for r in runs], "sessions": [r["sessions"] for r in runs],
+            "sessions_to_adaptation": [r["sessions_to_adaptation"] for r in runs],
+            "first_accepted": [sum(r["first_accepted"]) for r in runs],
+            "heldout_n": [r["heldout_n"] for r in runs], "heldout_style": style, "heldout_style_se": style_se,
+            "heldout_correct": correct, "heldout_correct_se": correct_se,
+            "cpu_minutes": [r["cpu_minutes"] for r in runs]}
+
+
+def summary(a) -> int:
+    """``summary.json`` (module docstring) from every ``done.json`` under ``--runs`` and the ceiling files."""
+    out = check_out_file(a.out, a.force)
+    found = {}
+    for f in sorted(Path(a.runs).glob("*/*/seed*/done.json")):
+        r = {**json.loads(f.read_text(encoding="utf-8")), "_folder": str(f.parent)}
+        found.setdefault((r["persona"], r["lang"]), {}).setdefault(r["arm"], []).append(r)
+    personas, model = {}, None
+    for (persona, lang), arms in found.items():
+        model = model or next(iter(arms.values()))[0]["model"]
+        ceil = Path(a.ceiling) / f"{persona}_{lang}.json" if a.ceiling else None
+        personas[persona if lang == "en" else f"{persona}_{lang}"] = {
+            "lang": lang, "stream": next(iter(arms.values()))[0]["sessions"],
+            "ceiling": ceiling_of(ceil) if ceil is not None and ceil.is_file() else None,
+            "arms": {arm: arm_summary(rs) for arm, rs in arms.items()}}
+    with atomic_write(out, replace=a.force) as f:
+        json.dump({"model": Path(model).name if model else None, "personas": personas}, f, indent=1)
+    print(f"summary: {out} ({sum(len(p['arms']) for p in personas.values())} arms)")
+    return 0
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="one arm of one persona on one seed (resumable)")
+    r.add_argument("--model", default="tiny", help="the tiny GPT (default) or a local Hugging Face folder")
+    r.add_argument("--persona", default="student", choices=HOMEWORK_PERSONAS)
+    r.add_argument("--lang", default="en", choices=HOMEWORK_LANGS)
+    r.add_argument("--arm", default="combined", choices=tuple(ARMS))
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--runs", default="runs/personal_agent", help="the runs' folder (default runs/personal_agent)")
+    r.add_argument("--gsm8k", default=None, help="GSM8K's test.jsonl (default: $CLAW_GSM8K)")
+    r.add_argument("--problems", default=None, help="a GSM8K-shaped file as the stream instead (the tests)")
+    r.add_argument("--heldout-problems", default=None, help="a GSM8K-shaped file as the held-out set (the tests)")
+    r.add_argument("--sessions", type=int, default=None, help="the stream's first N sessions only")
+    r.add_argument("--heldout", type=int, default=50, help="the held-out split's first N problems (default all 50)")
+    r.add_argument("--concurrency", type=int, default=4, help="sessions at once (default 4)")
+    r.add_argument("--max-tokens", type=int, default=320, help="longest answer in tokens (default 320)")
+    r.add_argument("--batch-size", type=int, default=4, help="samples per update (default 4)")
+    r.add_argument("--max-turns", type=int, default=8,
+                   help="answers per session before the user gives up (default 8, as upstream; the first answer is "
+                        "the one judged, the complaint on it is its training signal)")
+    r.add_argument("--serving-format", default="full", choices=("full", "bf16", "int8"))
+    r.add_argument("--threads", type=int, default=1, help="the server's torch threads (default 1)")
+    r.add_argument("--wait-s", type=float, default=3600.0, help="longest wait for the last updates (default 3600)")
+    r.add_argument("--serve-args", nargs=argparse.REMAINDER, default=[], help="more claw serve flags, last")
+    s = sub.add_parser("summary", help="summary.json from the finished runs")
+    s.add_argument("--runs", default="runs/personal_agent")
+    s.add_argument("--ceiling", default=None, help="the folder of the ceiling files (PERSONA_LANG.json)")
+    s.add_argument("--out", required=True)
+    s.add_argument("--force", action="store_true", help="replace --out")
+    a = ap.parse_args(argv)
+    for name in ("sessions", "heldout", "concurrency", "max_tokens", "batch_size", "max_turns"):
+        v = getattr(a, name, None)
+        if v is not None and v < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {v}")
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse(argv)
+    return run(a) if a.cmd == "run" else summary(a)
+
+
+if __name__ == "__main__":
+    sys.exit(script_main(main))
