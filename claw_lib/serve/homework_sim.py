@@ -37,6 +37,9 @@ from .simulate import STABLE_K, _Driver, _write_rows, normalise_url, sessions_un
 __all__ = ["HomeworkRow", "HomeworkResult", "simulate_homework", "stream_problems", "add_arguments",
            "run_from_args", "MAX_TURNS"]
 
+#: the cap on the answer to a session's closing message (the thanks or the last complaint): nobody reads it, and a
+#: real model's full answer would cost as much as a solution
+CLOSING_MAX_TOKENS = 1
 #: answers per session before the user gives up (upstream's student phase allows 8 turns)
 MAX_TURNS = 8
 
@@ -127,7 +130,8 @@ def _session(drv: _Driver, problem: Problem, index: int, session_id: str, person
         if reaction.done:
             accepted_at = k
             break
-    drv.completion(msgs, session_id, "main", True, where)  # thanks, or the last complaint: the session ends
+    # thanks, or the last complaint: the session ends; its answer is never read, so it is cut at one token
+    drv.completion(msgs, session_id, "main", True, where, max_tokens=CLOSING_MAX_TOKENS)
     reply, accepted, tokens, version = first
     return HomeworkRow(index, session_id, problem.index, persona, lang, accepted, is_correct(reply, problem.gold),
                        int(tokens), version, len(versions), accepted_at, time.monotonic() - t0, reply, versions)

@@ -236,16 +236,19 @@ class _Driver:
         r = self.completion(messages, session_id, turn_type, done, where)
         return r.choices[0].message.content or "", (r.model_extra or {}).get("claw") or {}, time.perf_counter() - t0
 
-    def completion(self, messages: List[dict], session_id: str, turn_type: str, done: bool, where: str):
+    def completion(self, messages: List[dict], session_id: str, turn_type: str, done: bool, where: str,
+                   max_tokens: Optional[int] = None):
         """The ``openai`` client's ChatCompletion for one request with upstream's session headers, retried (module
-        constants) while the server is away or busy; ValueError (one line) when it gives up or answers an error."""
+        constants) while the server is away or busy; ValueError (one line) when it gives up or answers an error.
+        ``max_tokens``: this request's cap instead of the run's (the answer to a closing message nobody reads)."""
+        opts = self.opts if max_tokens is None else {**self.opts, "max_tokens": max_tokens}
         headers = {"X-Session-Id": session_id, "X-Turn-Type": turn_type, "X-Session-Done": "true" if done else "false"}
         t0 = time.perf_counter()
         for attempt in itertools.count():
             last = time.perf_counter() - t0 >= self.retry_budget_s
             try:
                 r = self.client.chat.completions.create(model=self.model, messages=messages, extra_headers=headers,
-                                                        **self.opts)
+                                                        **opts)
                 break
             except self.openai.APITimeoutError:
                 raise ValueError(f"the server at {self.url} did not answer within the timeout in {where}") from None

@@ -24,9 +24,10 @@ class Scripted:
     def __init__(self, answers):
         self.answers, self.calls = list(answers), []
 
-    def completion(self, messages, session_id, turn_type, done, where):
+    def completion(self, messages, session_id, turn_type, done, where, max_tokens=None):
         from types import SimpleNamespace as NS
 
+        assert (max_tokens == hw.CLOSING_MAX_TOKENS) == done  # the closing message's answer is cut, nothing else
         self.calls.append((json.loads(json.dumps(messages)), done))
         text = self.answers.pop(0) if self.answers else "ok"
         return NS(choices=[NS(message=NS(content=text))], usage=NS(completion_tokens=len(text.split())),
