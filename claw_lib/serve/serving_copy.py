@@ -16,7 +16,7 @@ CPU cores, one thread, greedy, 24 new tokens), torchao 0.18 on torch 2.13.0+cpu 
 in favour of torchao and warns once; the warning is silenced here.
 
 The kit's tiny GPT is a GPT-2, whose attention and MLP layers are ``Conv1D`` rather than ``nn.Linear``: there
-"int8" quantises the output layer only. Hugging Face models such as Qwen2.5 are ``nn.Linear`` throughout. The
+"int8" quantises the output layer only. LoRA adapters stay in full precision beside their int8 base layers. Hugging Face models such as Qwen2.5 are ``nn.Linear`` throughout. The
 dynamic int8 kernels are CPU kernels: "int8" is refused for a model on a GPU (use "bf16").
 """
 from __future__ import annotations
@@ -45,4 +45,12 @@ def serving_copy(model, fmt: str):
     check_serving_format(fmt, str(next(model.parameters()).device))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # quantize_dynamic's deprecation note (module docstring)
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=False)
+        return torch.ao.quantization.quantize_dynamic(model, base_linears(model), dtype=torch.qint8, inplace=False)
+
+
+def base_linears(model) -> set:
+    """The names of ``model``'s ``nn.Linear`` layers that are not LoRA adapters' own (PEFT's ``lora_A`` /
+    ``lora_B``, the kit's): those are quantised, the adapters stay in full precision beside their int8 base (they
+    are small, and PEFT reads their weight's dtype)."""
+    return {name for name, m in model.named_modules()
+            if type(m) is torch.nn.Linear and not any(part.startswith("lora_") for part in name.split("."))}

@@ -67,3 +67,26 @@ def test_int8_quantises_every_linear_layer_and_nothing_else():
     assert type(lin[0]) is torch.nn.Linear  # the full-precision module is left as it was
     x = torch.randn(3, 8)
     assert (q(x) - lin(x)).abs().max() < 0.05 * lin(x).abs().max() + 1e-2
+
+
+def test_int8_keeps_peft_lora_adapters_in_full_precision_and_answers_the_same():
+    """A PEFT LoRA model's int8 copy: the base layers quantised, the adapters' own Linear layers kept (PEFT reads
+    their weight's dtype); its output stays close to the full-precision model's, adapters included."""
+    from claw_lib.models.peft_lora import add_adapters
+    from claw_lib.serve.serving_copy import base_linears
+
+    from claw_lib.models.lm import load_causal_lm
+
+    m, _ = load_causal_lm("tiny", device="cpu")
+    add_adapters(m, 4, impl="peft", seed=0)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if "lora_B" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    names = base_linears(m)
+    assert names and not any("lora_" in n for n in names)
+    q = serving_copy(m, "int8")
+    x = torch.tensor([[5, 17, 80, 3, 9]])
+    with torch.no_grad():
+        full, got = m(input_ids=x).logits, q(input_ids=x).logits
+    assert (got - full).abs().max() < 0.25 * full.abs().max()
