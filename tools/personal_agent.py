@@ -263,6 +263,102 @@ def summary(a) -> int:
     return 0
 
 
+def ceiling_table(folder: Path) -> list:
+    """Markdown lines: per ceiling file, acceptance and correctness of each condition (greedy), and the hints."""
+    lines = ["| persona | lang | problems | untrained: accepted, correct | prompted: accepted, correct | "
+             "hinted: accepted, correct (replies that drew a hint) |", "|---|---|---|---|---|---|"]
+    for f in sorted(folder.glob("*.json")):
+        res = json.loads(f.read_text(encoding="utf-8"))
+        for r in res["results"]:
+            g = r["greedy"]
+            cells = [f"{g[c]['accepted']}/{g[c]['n'] - g[c]['too_long']}, {g[c]['correct']}/{g[c]['n'] - g[c]['too_long']}"
+                     for c in ("untrained", "prompted", "hinted")]
+            lines.append(f"| {r['persona']} | {r['lang']} | {len(r['problems'])} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def landing_lines(folder: Path) -> list:
+    """Markdown lines: where OPD's negative advantage lands on the untrained replies (share of the negative mass
+    per token class, raw and with the drift controls), from the ceiling files that have it."""
+    lines = ["| persona | variant | replies | first | style | number | other |", "|---|---|---|---|---|---|---|"]
+    for f in sorted(folder.glob("*.json")):
+        for r in json.loads(f.read_text(encoding="utf-8"))["results"]:
+            land = r.get("landing")
+            for variant, per in (land or {}).get("classes", {}).items():
+                cells = [f"{per[c]['negative_share']:.2f} ({per[c]['most_negative']})" for c in
+                         ("first", "style", "number", "other")]
+                lines.append(f"| {r['persona']} | {variant} | {land['replies']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def runs_table(summary_data: dict) -> list:
+    """Markdown lines: per persona and arm, the live runs' numbers."""
+    lines = ["| persona | arm | seeds | sessions | first replies accepted | sessions to adaptation | held-out style "
+             "(s.e.) | held-out correct (s.e.) | CPU min |", "|---|---|---|---|---|---|---|---|---|"]
+    for persona, p in summary_data["personas"].items():
+        for arm, r in p["arms"].items():
+            adapt = ", ".join("never" if x is None else str(x) for x in r["sessions_to_adaptation"])
+            lines.append(f"| {persona} | {arm} | {len(r['seeds'])} | {r['sessions']} | {r['first_accepted']} | "
+                         f"{adapt} | {r['heldout_style']} ({r['heldout_style_se']}) | {r['heldout_correct']} "
+                         f"({r['heldout_correct_se']}) | {r['cpu_minutes']} |")
+    return lines
+
+
+def figure(runs_root: Path, path: Path) -> None:
+    """``path`` (PNG): per live run, the first replies accepted so far against the session (the stream's order)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for f in sorted(runs_root.glob("*/*/seed*/done.json")):
+        d = json.loads(f.read_text(encoding="utf-8"))
+        acc = [int(x) for x in d["first_accepted"]]
+        ax.plot(range(1, len(acc) + 1), [sum(acc[:k + 1]) for k in range(len(acc))],
+                label=f"{d['persona']} {d['arm']} seed {d['seed']}")
+    ax.set_xlabel("session (the stream's order)")
+    ax.set_ylabel("first replies accepted so far")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+#: the report's closing section: what the runs behind it do not establish
+NOT_ESTABLISHED = """## What this does not establish
+
+- Anything beyond this model (Qwen2.5-Coder-0.5B-Instruct, a GGUF re-quantisation of the AWQ checkpoint, converted to
+  fp32) and this machine (2 shared CPU cores): the paper's and Reef's models are 4B-9B on GPUs.
+- A difference between arms: each arm ran on one seed, so no paired difference has a standard error; runs cut short
+  by the session's end are marked by their session count.
+- The ceiling beyond its problems: 8 dev problems per persona, greedy, decoded from the int8 serving copy (its greedy
+  answers can differ from full precision).
+- The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers instead
+  of upstream's eight, and the judge is the kit's rule judge."""
+
+
+def report(a) -> int:
+    """``report.md`` (and ``curves.png`` beside it): the ceiling, where OPD's signal lands, the live runs."""
+    out = check_out_file(a.out, a.force)
+    data = json.loads(Path(a.summary).read_text(encoding="utf-8"))
+    fig = out.with_name("curves.png")
+    figure(Path(a.runs), fig)
+    text = ["# The personal agent on a real model: ceiling and live runs", "",
+            f"Model: {data['model']}. Written by `tools/personal_agent.py report` from `{Path(a.summary).name}`, the "
+            "ceiling files of `tools/personal_agent_ceiling.py` and the runs' `done.json`.", "",
+            "## The ceiling: what the model does for each persona before training (dev problems, greedy)", ""]
+    text += ceiling_table(Path(a.ceiling)) + ["", "## Where OPD's negative advantage lands on the untrained replies",
+                                              "", "Share of the negative advantage mass per token class (in brackets: "
+                                              "replies whose most negative token is there).", ""]
+    text += landing_lines(Path(a.ceiling)) + ["", "## The live runs", ""] + runs_table(data)
+    text += ["", f"![first replies accepted per session]({fig.name})", "", NOT_ESTABLISHED, ""]
+    with atomic_write(out, replace=a.force) as f:
+        f.write("\n".join(text))
+    print(f"report: {out}")
+    return 0
+
+
 def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -293,6 +389,12 @@ def parse(argv=None):
     s.add_argument("--ceiling", default=None, help="the folder of the ceiling files (PERSONA_LANG.json)")
     s.add_argument("--out", required=True)
     s.add_argument("--force", action="store_true", help="replace --out")
+    rp = sub.add_parser("report", help="report.md and curves.png from summary.json, the ceiling and the runs")
+    rp.add_argument("--summary", required=True)
+    rp.add_argument("--ceiling", required=True)
+    rp.add_argument("--runs", default="runs/personal_agent")
+    rp.add_argument("--out", required=True)
+    rp.add_argument("--force", action="store_true", help="replace --out")
     a = ap.parse_args(argv)
     for name in ("sessions", "heldout", "concurrency", "max_tokens", "batch_size", "max_turns"):
         v = getattr(a, name, None)
@@ -303,7 +405,7 @@ def parse(argv=None):
 
 def main(argv=None) -> int:
     a = parse(argv)
-    return run(a) if a.cmd == "run" else summary(a)
+    return {"run": run, "summary": summary, "report": report}[a.cmd](a)
 
 
 if __name__ == "__main__":

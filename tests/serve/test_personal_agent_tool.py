@@ -67,3 +67,24 @@ def test_bad_settings_are_one_line():
     tool = load_tool("personal_agent")
     with pytest.raises(ValueError, match="--max-turns must be at least 1"):
         tool.parse(["run", "--max-turns", "0"])
+
+
+def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
+    tool, root = runs
+    cond = {"n": 8, "too_long": 0, "cut": 0, "accepted": 1, "correct": 5, "tokens": 200.0}
+    ceiling = tmp_path / "ceiling"
+    ceiling.mkdir()
+    per = {c: {"negative_share": 0.25, "most_negative": 2} for c in ("first", "style", "number", "other")}
+    (ceiling / "student_en.json").write_text(json.dumps({"split": "dev", "results": [
+        {"persona": "student", "lang": "en", "problems": list(range(8)),
+         "greedy": {"untrained": cond, "prompted": {**cond, "accepted": 3}, "hinted": {**cond, "n": 7}},
+         "landing": {"replies": 7, "too_long": 0, "classes": {"raw": per}}}]}))
+    assert tool.main(["summary", "--runs", str(root), "--ceiling", str(ceiling), "--out", str(tmp_path / "s.json")]) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["personas"]["student"]["ceiling"]["prompted"]["rate"] == 3 / 8
+    assert tool.main(["report", "--summary", str(tmp_path / "s.json"), "--ceiling", str(ceiling), "--runs", str(root),
+                      "--out", str(tmp_path / "report.md")]) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "| student | en | 8 | 1/8, 5/8 | 3/8, 5/8 | 1/7, 5/7 |" in text
+    assert "| student | raw | 7 | 0.25 (2)" in text and "| student | combined | 1 | [4] |" in text
+    assert (tmp_path / "curves.png").stat().st_size > 1000 and "## What this does not establish" in text
