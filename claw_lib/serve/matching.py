@@ -140,10 +140,10 @@ class SessionMatcher:
         with s.cond:
             s.counts["requests_without_session"] += 1
             sid = self.match(req.messages) if self.enabled else None
+            first, self.warned = not self.warned, True
         if self.enabled:
             req.session_id, req.turn_type = sid or f"auto-{uuid.uuid4().hex[:12]}", "main"
-        if not self.warned:
-            self.warned = True
+        if first:
             what = (f"--match-sessions made it a main-line turn of session {req.session_id!r} "
                     f"({'matched by its transcript' if sid else 'a new session'})" if self.enabled else
                     "it was served as a side turn, which is never recorded or trained")
