@@ -112,6 +112,14 @@ def test_version_banner_reload_end_chip_greedy_and_headerless_count(server):
             note = page.locator("#st-no-session-note")
             assert note.is_visible() and "side turns, never trained" in note.inner_text()
             assert "--match-sessions" in note.inner_text()
+            # a server started with --match-sessions: the note says they were matched (the status faked in the page)
+            real = page.evaluate("fetch('/v1/claw/status').then(r => r.json())")
+            page.route("**/v1/claw/status", lambda route: route.fulfill(
+                json={**real, "requests_without_session": 3, "match_sessions": True}))
+            page.wait_for_function("document.getElementById('st-no-session-note').dataset.matched === 'true'",
+                                   timeout=10_000)
+            assert "3 request(s) came without X-Session-Id: matched to sessions" in note.inner_text()
+            page.unroute("**/v1/claw/status")
             assert not problems, problems
         finally:
             browser.close()

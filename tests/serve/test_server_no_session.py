@@ -55,6 +55,17 @@ def test_main_looking_is_a_side_turn_only_for_want_of_a_session_id():
     assert transcript_digest(user) != transcript_digest([{"role": "system", "content": "hi"}])
 
 
+def test_the_option_from_the_command_line_and_the_library():
+    from claw_lib.apps.cli import build_parser
+    from claw_lib.apps.serve_cli import serve_config
+    from claw_lib.serve.config import check_serve_config
+
+    assert serve_config(build_parser().parse_args(["serve", "--match-sessions"])).match_sessions is True
+    assert serve_config(build_parser().parse_args(["serve"])).match_sessions is False
+    with pytest.raises(ValueError, match="^match_sessions must be true or false, got 'yes'$"):
+        check_serve_config(ServeConfig(match_sessions="yes"))
+
+
 def test_without_matching_they_are_counted_and_warned_about_once(capfd):
     with make_server(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1)) as srv:
         c = client(srv)
@@ -121,12 +132,17 @@ def test_interleaved_conversations_are_kept_apart():
         branch[2] = {"role": "user", "content": "Edited."}
         _, claw = ask(c, branch)
         assert claw["session_id"] not in (sa, sb) and claw["turn"] == 0
+        # a streamed request is matched the same way: the finish chunk's claw field names the session
+        b_next = b + [{"role": "assistant", "content": vb[2]["response_text"]}, {"role": "user", "content": "?"}]
+        chunks = list(c.chat.completions.create(model="tiny", messages=b_next, temperature=0, stream=True))
+        claw = next(ch.model_extra["claw"] for ch in chunks if (ch.model_extra or {}).get("claw"))
+        assert (claw["session_id"], claw["turn"], claw["turn_type"]) == (sb, 3, "main")
         # a retry of a turn still waiting for its next state is answered from the records, recording nothing
         served = status(srv)["turns_served"]
         text, claw = ask(c, a)
         assert (claw["session_id"], claw["turn"]) == (sa, 2) and text == va[2]["response_text"]
         assert status(srv)["turns_served"] == served
-        assert status(srv)["requests_without_session"] == 8
+        assert status(srv)["requests_without_session"] == 9
 
 
 def test_the_sessions_and_the_counter_survive_a_restart(tmp_path):

@@ -95,7 +95,7 @@
   const KEEP_SESSIONS = 20;
 
   function store(key, value) {
-    try { localStorage.setItem(STORE + key, JSON.stringify(value)); } catch (e) { /* private mode: no memory */ }
+    try { localStorage.setItem(STORE + key, JSON.stringify(value)); } catch (e) { /* full or private: not kept */ }
   }
 
   function load(key) {
