@@ -51,6 +51,10 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
                        choices={"context": CONTEXTS, "serving_format": SERVING_FORMATS}.get(name),
                        help=f"{docs.get(name, '')} (default: {getattr(d, name)!r})".replace("%", "%%"))
     p.add_argument("--no-train", action="store_true", help="serve and judge only, never update the weights")
+    p.add_argument("--match-sessions", action="store_true",
+                   help="a request without a session id whose last message is a user's or a tool's joins the session "
+                        "whose transcript it extends, or starts a new one (default: it is a side turn, never trained; "
+                        "docs/serve.md, 'Requests without a session id')")
     p.add_argument("--out", default=None, help="run folder for every record (turns, judge and OPD records, samples, "
                                                "metrics, checkpoint); the same command resumes it")
     p.add_argument("--force", action="store_true", help="start over in --out (only the files claw wrote there)")
@@ -64,7 +68,8 @@ def serve_config(a):
 
     paths = {TRAIN_FLAGS[f]: getattr(a, TRAIN_FLAGS[f]) for f in SERVE_TRAIN_FLAGS}
     ppo = override(default_ppo(), paths)
-    cfg = ServeConfig(ppo=ppo, train=not a.no_train, **{name: getattr(a, name) for name in SERVE_FLAGS.values()})
+    cfg = ServeConfig(ppo=ppo, train=not a.no_train, match_sessions=a.match_sessions,
+                      **{name: getattr(a, name) for name in SERVE_FLAGS.values()})
     try:
         return check_serve_config(cfg)
     except ValueError as e:

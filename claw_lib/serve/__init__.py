@@ -4,7 +4,8 @@
 session's next message into a judged sample and batches of samples into updates whose weights are swapped
 into the server (:mod:`claw_lib.serve.system`). ``claw simulate`` drives it with the simulated users.
 
-Modules: config (ServeConfig), sessions (the next-state rule), records (append-only JSONL), engine (the
+Modules: config (ServeConfig), sessions (the next-state rule), matching (requests without a session id),
+records (append-only JSONL), engine (the
 serving / trainer / teacher copies), system (the shared state and serving), loops (judge and trainer),
 resume (commit points and restart), app / routes (HTTP), server
 (LiveServer, serve_forever), simulate (the simulated users through the openai client). The judge, a URL judge

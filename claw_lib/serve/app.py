@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Optional
 
+from .matching import main_looking
 from .sampling import ParamError, sampling_params
 from .system import ChatTurn, LiveSystem
 
@@ -112,7 +113,8 @@ def parse_chat(body, headers, system: LiveSystem) -> ChatTurn:
     sid = headers.get("x-session-id") or body.get("session_id")
     if sid is not None and (not isinstance(sid, str) or not sid.strip() or len(sid) > 200):
         raise ApiError(400, "the session id must be a non-empty string of at most 200 characters", "bad_session")
-    tt = (headers.get("x-turn-type") or body.get("turn_type") or ("main" if sid else "side"))
+    given = headers.get("x-turn-type") or body.get("turn_type")
+    tt = given or ("main" if sid else "side")
     if tt not in ("main", "side"):
         raise ApiError(400, f"X-Turn-Type must be 'main' or 'side', got {tt!r}", "bad_turn_type")
     if tt == "main" and not sid:
@@ -126,7 +128,8 @@ def parse_chat(body, headers, system: LiveSystem) -> ChatTurn:
         params = sampling_params(body, system.ppo.temperature, system.ppo.max_new_tokens, cfg.max_tokens_limit)
     except ParamError as e:
         raise ApiError(400, str(e), f"bad_{e.param}")
-    return ChatTurn(msgs, sid, tt, done, params.temperature, params.max_tokens, params)
+    return ChatTurn(msgs, sid, tt, done, params.temperature, params.max_tokens, params,
+                    no_session=main_looking(sid, given, msgs))
 
 
 def completion(system: LiveSystem, served, turn: Optional[int], req: ChatTurn, logprobs: bool) -> dict:

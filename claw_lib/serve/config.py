@@ -69,6 +69,9 @@ class ServeConfig:
     serving_format: str = "full"
     """the weights requests are decoded from: one of SERVING_FORMATS (rebuilt from the full-precision serving copy
     at each weight swap; the recorded rollout log-probs are this copy's)"""
+    match_sessions: bool = False
+    """a request without a session id that looks like a main-line turn joins the session whose transcript it
+    extends, or starts a new one (:mod:`claw_lib.serve.matching`); False: it is a side turn, as upstream's rule says"""
 
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
@@ -94,6 +97,8 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
+    if not isinstance(cfg.match_sessions, bool):
+        raise ValueError(f"match_sessions must be true or false, got {cfg.match_sessions!r}")
     plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
     kind = judge_kind(cfg.judge, "judge")
     if kind == "url":  # R4-10: a judge URL that does not answer is refused at the start
@@ -117,7 +122,7 @@ def serve_config_from_dict(d: dict) -> ServeConfig:
 
 #: settings a resumed run may change (they do not change what is trained)
 RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages",
-             "max_batch", "serving_format")
+             "max_batch", "serving_format", "match_sessions")
 
 
 def max_body_bytes(cfg: ServeConfig) -> int:

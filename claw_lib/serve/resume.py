@@ -88,6 +88,7 @@ def load_records(s) -> None:
     _replay_samples(s, s.logs["samples.jsonl"].read())
     _repair_updates(s, s.logs["trained.jsonl"].read())
     s.events = s.logs["events.jsonl"].read()
+    s.matcher.rebuild()  # requests without a session id: the transcript index and their counter
     for t in s.turns.values():
         if t.status == "judging":
             s.judge_queue.put(t.key)

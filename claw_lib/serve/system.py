@@ -31,6 +31,7 @@ from typing import Dict, List, Optional
 from .config import ServeConfig, check_serve_config
 from .records import RECORD_FILES, JsonlLog
 from .resume import SERVE_FILES, prepare_folder  # the run folder: its files, its claim and resume
+from .matching import SessionMatcher
 from .sessions import SessionBook, Turn, turn_key
 
 __all__ = ["LiveSystem", "ChatTurn", "SERVE_FILES"]
@@ -46,6 +47,7 @@ class ChatTurn:
     temperature: float
     max_tokens: int
     params: Optional[object] = None  # serve.sampling.SamplingParams: every sampling setting; None: the two above
+    no_session: bool = False  # main-looking without a session id (serve.matching): counted, and matched when asked
 
 
 class LiveSystem:
@@ -68,7 +70,8 @@ class LiveSystem:
         self.judge_queue: "queue.Queue[str]" = queue.Queue()
         self.buffer: List[str] = []  # scored, not yet trained: keys in arrival order
         self.cond = threading.Condition()
-        self.counts = {"turns_served": 0, "side_turns_served": 0, "samples_trained": 0}
+        self.counts = {"turns_served": 0, "side_turns_served": 0, "samples_trained": 0, "requests_without_session": 0}
+        self.matcher = SessionMatcher(self, self.cfg.match_sessions)  # requests without a session id
         self.updates: List[dict] = []  # one per update: version, samples, time
         self.metrics: List[dict] = []
         self.events: List[dict] = []
@@ -127,7 +130,11 @@ class LiveSystem:
         A main turn is recorded and answered, or neither: its line in ``turns.jsonl`` is written before anything
         else changes (a failed write raises :class:`~claw_lib.serve.records.RecordWriteError` and leaves no trace).
         A main turn whose messages equal its session's last recorded turn's is a client's retry (of a request
-        whose answer was lost, e.g. to a restart): it gets the recorded answer and records nothing (R4-08)."""
+        whose answer was lost, e.g. to a restart): it gets the recorded answer and records nothing (R4-08).
+        A main-looking request without a session id is counted and, with ``match_sessions``, given its session
+        first (:mod:`claw_lib.serve.matching`)."""
+        if req.no_session:
+            self.matcher.route(req)
         if req.turn_type != "main":
             return self._side(req), None
         retry = self.recorded_answer(req)
@@ -147,12 +154,12 @@ class LiveSystem:
             self.counts["turns_served"] += 1
             self.turns[turn.key] = turn
             previous, ended = self.book.open_turn(req.session_id, turn.key, req.session_done, t0)
+            self.matcher.note(turn, req.session_done)
             if previous is not None:
                 self.set_next_state(previous, req.messages[-1])
             if ended is not None:
                 self.end_turn(ended, "session_done")
-        self.event("served", t0, time.time(), session_id=req.session_id, turn=index, version=served.version,
-                   turn_type="main")
+        self._served_event(req, t0, served, index)
         return served, index
 
     def _side(self, req: ChatTurn):
@@ -160,9 +167,13 @@ class LiveSystem:
         _, t0, served = self._answer(req)
         with self.cond:
             self.counts["side_turns_served"] += 1
-        self.event("served", t0, time.time(), session_id=req.session_id, turn=None, version=served.version,
-                   turn_type="side")
+        self._served_event(req, t0, served, None)
         return served
+
+    def _served_event(self, req: ChatTurn, t0: float, served, index: Optional[int]) -> None:
+        """The timeline's mark of a served request (``no_session``: it came without a session id)."""
+        self.event("served", t0, time.time(), session_id=req.session_id, turn=index, version=served.version,
+                   turn_type="main" if index is not None else "side", **({"no_session": True} if req.no_session else {}))
 
     def _answer(self, req: ChatTurn):
         """(the task, the start time, the Served answer) of ``req`` from the serving copy; nothing recorded."""
@@ -226,6 +237,7 @@ class LiveSystem:
                     "last_update_s": self.last_update_s, "last_update_duration_s": self.last_update_duration_s,
                     "training": training, "stopped_reason": self.stopped_reason, "strategy": self.ppo.strategy,
                     "model": self.model_id, "sessions_open": self.book.open_count(), "batch_size": self.ppo.batch_size,
+                    "match_sessions": self.cfg.match_sessions,
                     "metrics": dict(self.metrics[-1]) if self.metrics else {}, "uptime_s": round(time.time() - self.t0, 3)}
 
     def session_view(self, session_id: str) -> Optional[dict]:

@@ -25,6 +25,7 @@
     watch: new Set(), // session ids with turns that may still change
     busy: false,
     eventsNext: 0,
+    eventsRead: false, // the first read of the timeline is history: no "version live" banner for it
     events: [],
     serverNow: null, // [seconds since the server started, Date.now() when read]
   };
@@ -86,15 +87,74 @@
     return c.scrollHeight - c.scrollTop - c.clientHeight < 60;
   }
 
+  // ------------------------------------------------------------------ the conversation across reloads
+  // localStorage (this origin: this server's host and port): "claw-page:session:<id>" holds a session's messages,
+  // its answers' turn, version and greedy flag, and whether it ended; "claw-page:sessions" the ids in order (the
+  // last KEEP_SESSIONS); "claw-page:current" the session the composer writes to.
+  const STORE = "claw-page:";
+  const KEEP_SESSIONS = 20;
+
+  function store(key, value) {
+    try { localStorage.setItem(STORE + key, JSON.stringify(value)); } catch (e) { /* full or private: not kept */ }
+  }
+
+  function load(key) {
+    try { return JSON.parse(localStorage.getItem(STORE + key)); } catch (e) { return null; }
+  }
+
+  function saveSession(s) {
+    store("session:" + s.id, s);
+    const ids = (load("sessions") || []).filter((x) => x !== s.id).concat([s.id]);
+    for (const old of ids.splice(0, Math.max(0, ids.length - KEEP_SESSIONS))) {
+      try { localStorage.removeItem(STORE + "session:" + old); } catch (e) { /* nothing kept */ }
+    }
+    store("sessions", ids);
+    store("current", state.session.id);
+  }
+
+  function showSession(s) {
+    const divider = el("div", { class: "divider", "data-testid": "session-divider", "data-session-id": s.id,
+      text: `新会话 new session · ${s.id}` });
+    const note = $("empty-note");
+    if (note && s.messages.length) note.remove();
+    if (note && !s.messages.length) note.before(divider);
+    else $("conversation").append(divider);
+    const answers = new Map((s.answers || []).map((a) => [a.at, a]));
+    s.messages.forEach((m, i) => {
+      if (m.role === "user") {
+        $("conversation").append(el("div", { class: "msg user", "data-testid": "user-message", "data-session-id": s.id,
+          text: m.content }));
+      } else if (answers.has(i)) {
+        const a = answers.get(i);
+        addAssistant(s.id, a.turn, a.version, m.content, a.greedy);
+        if (a.turn !== null && a.turn !== undefined) state.watch.add(s.id);
+      }
+    });
+    if (s.done) endSessionNote(s.id, true);
+  }
+
+  function restore() {
+    const current = load("current");
+    let resumed = null;
+    for (const id of load("sessions") || []) {
+      const s = load("session:" + id);
+      if (!s || s.id !== id || !Array.isArray(s.messages)) continue;
+      showSession(s);
+      if (id === current && !s.done) resumed = s;
+    }
+    if (!resumed) return false;
+    state.session = resumed;
+    $("session-id").textContent = resumed.id;
+    scrollDown();
+    return true;
+  }
+
   // ------------------------------------------------------------------ sessions
   function startSession() {
-    state.session = { id: newSessionId(), messages: [], done: false };
+    state.session = { id: newSessionId(), messages: [], answers: [], done: false };
     $("session-id").textContent = state.session.id;
-    const divider = el("div", { class: "divider", "data-testid": "session-divider", "data-session-id": state.session.id,
-      text: `新会话 new session · ${state.session.id}` });
-    const note = $("empty-note");
-    if (note) note.before(divider);
-    else $("conversation").append(divider);
+    showSession(state.session);
+    saveSession(state.session);
     scrollDown();
   }
 
@@ -119,6 +179,7 @@
     if (!text) {
       if (done && s.messages.length) { // nothing to send: end it here, the server times the open turn out
         s.done = true;
+        saveSession(s);
         endSessionNote(s.id, false);
         startSession();
       }
@@ -165,9 +226,12 @@
     const content = answer.choices[0].message.content || "";
     s.messages = messages.concat([{ role: "assistant", content }]);
     const claw = answer.claw || {};
+    (s.answers = s.answers || []).push({ at: s.messages.length - 1, turn: claw.turn ?? null,
+      version: claw.policy_version ?? null, greedy });
+    s.done = done;
+    saveSession(s);
     addAssistant(s.id, claw.turn, claw.policy_version, content, greedy);
     if (done) {
-      s.done = true;
       endSessionNote(s.id, true);
       startSession();
     }
@@ -203,6 +267,12 @@
     return tok.startsWith("<|") && tok.endsWith("|>") || tok === "</s>" || tok === "<eos>";
   }
 
+  // a special token that ends the answer is the model's choice to stop: shown as a labelled chip (the legend and
+  // the tooltip explain it), since it is an action that is scored and trained like the others
+  const END_LABEL = "结束 end";
+  const END_NOTE = "结束词元 end of text: 模型选择在此停止；它也是一个动作，和其他词元一样被评分、训练 " +
+    "the model chose to stop here; that is an action too, scored and trained like the other tokens";
+
   function renderTurn(t, v) {
     const sig = JSON.stringify([v.status, v.advantages, v.trained_version, v.score, v.hint, v.votes, v.tokens]);
     if (sig === t.sig) return;
@@ -221,9 +291,10 @@
       const frag = document.createDocumentFragment();
       toks.forEach((tok, i) => {
         const special = isSpecial(tok);
-        const span = el("span", { class: "tok" + (special ? " special" : ""), "data-testid": "token", "data-index": i,
-          "data-token": tok });
-        span.textContent = special ? tok.replace(/^<\|?|\|?>$/g, "") : tok;
+        const end = special && i === toks.length - 1;
+        const span = el("span", { class: "tok" + (special ? " special" : "") + (end ? " end" : ""), "data-testid": "token",
+          "data-index": i, "data-token": tok });
+        span.textContent = end ? END_LABEL : tok;
         if (adv) {
           const a = Number(adv[i]);
           span.dataset.advantage = a.toFixed(6);
@@ -292,6 +363,7 @@
     const t = msg && state.turns.get(`${msg.dataset.sessionId}#${msg.dataset.turn}`);
     const v = t && t.view;
     const lines = [`词元 token: ${JSON.stringify(span.dataset.token)}`];
+    if (span.classList.contains("end")) lines.push(END_NOTE);
     if (span.dataset.advantage !== undefined) {
       lines.push(`优势 advantage: ${signed(Number(span.dataset.advantage))}` +
         (v && v.status === "excluded" ? "（已排除 excluded）" : ""));
@@ -346,6 +418,7 @@
     $("st-batch").textContent = fmt(s.batch_size);
     $("st-strategy").textContent = `${s.strategy ?? "–"} · ${s.model ?? "–"}`;
     $("st-sessions-open").textContent = fmt(s.sessions_open);
+    renderNoSession(s.requests_without_session, s.match_sessions);
     if (s.last_update_s) {
       const ago = Math.max(0, Date.now() / 1000 - s.last_update_s);
       const dur = typeof s.last_update_duration_s === "number" ? `，耗时 took ${s.last_update_duration_s.toFixed(2)} s` : "";
@@ -364,6 +437,19 @@
     sr.textContent = s.stopped_reason ? `训练已停止 training stopped: ${s.stopped_reason}` : "";
     renderMetrics(s.metrics || {});
     if (typeof s.uptime_s === "number") state.serverNow = [s.uptime_s, Date.now()];
+  }
+
+  function renderNoSession(n, matched) {
+    $("st-no-session").textContent = fmt(n);
+    const note = $("st-no-session-note");
+    note.hidden = !(n > 0);
+    note.dataset.matched = matched ? "true" : "false";
+    note.textContent = !(n > 0) ? "" : matched
+      ? `${n} 个请求没有 X-Session-Id：已按对话记录匹配到会话（--match-sessions） ${n} request(s) came without ` +
+        "X-Session-Id: matched to sessions by their transcript (--match-sessions)"
+      : `${n} 个请求没有 X-Session-Id：按旁支回合服务，从不训练；请发送该请求头，或用 --match-sessions 启动服务器 ` +
+        `${n} request(s) came without X-Session-Id: served as side turns, never trained; send the header, or start ` +
+        "the server with --match-sessions";
   }
 
   function renderMetrics(m) {
@@ -421,13 +507,25 @@
       el("li", { class: `ev k-${e.kind}`, "data-kind": e.kind, title: e.session_id || "", text: eventText(e) })));
   }
 
+  function versionLive(e) {
+    const follow = nearBottom();
+    const took = typeof e.end === "number" && typeof e.start === "number" ? (e.end - e.start).toFixed(2) : "?";
+    $("empty-note")?.remove();
+    $("conversation").append(el("div", { class: "live-banner", "data-testid": "version-live", "data-version": e.version,
+      text: `v${e.version} 上线 live：用 ${e.samples} 个样本训练 trained on ${e.samples} samples（更新 the update ` +
+        `${took} s）· 接下来的回答由 v${e.version} 写出 the next answers are written by v${e.version}` }));
+    if (follow) scrollDown();
+  }
+
   async function pollEvents() {
     const data = await getJSON(`/v1/claw/events?since=${state.eventsNext}`);
     if (Array.isArray(data.events) && data.events.length) {
+      if (state.eventsRead) data.events.filter((e) => e.kind === "trained").forEach(versionLive);
       state.events.push(...data.events);
       if (state.events.length > MAX_EVENTS) state.events.splice(0, state.events.length - MAX_EVENTS);
     }
     if (typeof data.next === "number") state.eventsNext = data.next;
+    state.eventsRead = true;
   }
 
   // ------------------------------------------------------------------ the loop
@@ -448,7 +546,7 @@
 
   // ------------------------------------------------------------------ wiring
   function init() {
-    startSession();
+    if (!restore()) startSession();
     $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(false); });
     $("end-session").addEventListener("click", () => send(true));
     $("new-session").addEventListener("click", () => {
