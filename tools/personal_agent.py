@@ -221,6 +221,24 @@ def ceiling_of(path: Path) -> dict:
     return {**out, "split": res["split"], "serving_format": res.get("serving_format", "full")}
 
 
+def run_record(folder: Path) -> dict:
+    """A run's numbers: its ``done.json``, or for a run that has not finished (cut by a session's end) what its
+    sessions so far say, marked ``"partial": true`` (held-out numbers only from problems already asked)."""
+    if (folder / "done.json").is_file():
+        return {**json.loads((folder / "done.json").read_text(encoding="utf-8")), "partial": False}
+    persona, lang = folder.parent.parent.name.rsplit("_", 1)
+    rows = [json.loads(x) for x in (folder / "sessions.jsonl").read_text(encoding="utf-8").splitlines() if x]
+    rows.sort(key=lambda r: r["session"])
+    rows = [r for k, r in enumerate(rows) if r["session"] == k]  # the stream's unbroken start only
+    progress = folder / "progress.json"
+    cpu = json.loads(progress.read_text())["cpu_s"] / 60 if progress.is_file() else None
+    return {"persona": persona, "lang": lang, "arm": folder.parent.name, "seed": int(folder.name[4:]),
+            "model": None, "sessions": len(rows), "partial": True,
+            "sessions_to_adaptation": sessions_until_stable([r["first_accepted"] for r in rows]),
+            "first_accepted": [r["first_accepted"] for r in rows], "heldout_n": 0,
+            "cpu_minutes": None if cpu is None else round(cpu, 1)}
+
+
 def arm_summary(runs: list) -> dict:
     """One arm over its seeds: per-seed sessions to adaptation (None: never), the held-out means over seeds (with
     the pooled standard error of the problems' 0/1 values), CPU minutes."""
@@ -229,29 +247,31 @@ def arm_summary(runs: list) -> dict:
         return mean_se(xs)
 
     for r in runs:
-        rows = [json.loads(x) for x in (Path(r["_folder"]) / "heldout.jsonl").read_text(encoding="utf-8").splitlines()
-                if x]
+        held = Path(r["_folder"]) / "heldout.jsonl"
+        rows = [json.loads(x) for x in held.read_text(encoding="utf-8").splitlines() if x] if held.is_file() else []
         r["_style"], r["_correct"] = [x["accepted"] for x in rows], [x["correct"] for x in rows]
+        r["heldout_n"] = len(rows)
     style, style_se = pooled("_style")
     correct, correct_se = pooled("_correct")
     return {"seeds": [r["seed"] for r in runs], "sessions": [r["sessions"] for r in runs],
             "sessions_to_adaptation": [r["sessions_to_adaptation"] for r in runs],
-            "first_accepted": [sum(r["first_accepted"]) for r in runs],
+            "first_accepted": [sum(r["first_accepted"]) for r in runs], "partial": [r["partial"] for r in runs],
             "heldout_n": [r["heldout_n"] for r in runs], "heldout_style": style, "heldout_style_se": style_se,
             "heldout_correct": correct, "heldout_correct_se": correct_se,
             "cpu_minutes": [r["cpu_minutes"] for r in runs]}
 
 
 def summary(a) -> int:
-    """``summary.json`` (module docstring) from every ``done.json`` under ``--runs`` and the ceiling files."""
+    """``summary.json`` (module docstring) from every run under ``--runs`` (finished or partial: :func:`run_record`)
+    and the ceiling files."""
     out = check_out_file(a.out, a.force)
     found = {}
-    for f in sorted(Path(a.runs).glob("*/*/seed*/done.json")):
-        r = {**json.loads(f.read_text(encoding="utf-8")), "_folder": str(f.parent)}
+    for f in sorted(Path(a.runs).glob("*/*/seed*/sessions.jsonl")):
+        r = {**run_record(f.parent), "_folder": str(f.parent)}
         found.setdefault((r["persona"], r["lang"]), {}).setdefault(r["arm"], []).append(r)
     personas, model = {}, None
     for (persona, lang), arms in found.items():
-        model = model or next(iter(arms.values()))[0]["model"]
+        model = model or next((r["model"] for rs in arms.values() for r in rs if r["model"]), None)
         ceil = Path(a.ceiling) / f"{persona}_{lang}.json" if a.ceiling else None
         personas[persona if lang == "en" else f"{persona}_{lang}"] = {
             "lang": lang, "stream": next(iter(arms.values()))[0]["sessions"],
@@ -297,8 +317,10 @@ def runs_table(summary_data: dict) -> list:
              "(s.e.) | held-out correct (s.e.) | CPU min |", "|---|---|---|---|---|---|---|---|---|"]
     for persona, p in summary_data["personas"].items():
         for arm, r in p["arms"].items():
-            adapt = ", ".join("never" if x is None else str(x) for x in r["sessions_to_adaptation"])
-            lines.append(f"| {persona} | {arm} | {len(r['seeds'])} | {r['sessions']} | {r['first_accepted']} | "
+            adapt = ", ".join(("not yet" if part else "never") if x is None else str(x)
+                              for x, part in zip(r["sessions_to_adaptation"], r["partial"]))
+            sessions = ", ".join(f"{n}{' (cut)' if part else ''}" for n, part in zip(r["sessions"], r["partial"]))
+            lines.append(f"| {persona} | {arm} | {len(r['seeds'])} | {sessions} | {r['first_accepted']} | "
                          f"{adapt} | {r['heldout_style']} ({r['heldout_style_se']}) | {r['heldout_correct']} "
                          f"({r['heldout_correct_se']}) | {r['cpu_minutes']} |")
     return lines
@@ -312,8 +334,8 @@ def figure(runs_root: Path, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for f in sorted(runs_root.glob("*/*/seed*/done.json")):
-        d = json.loads(f.read_text(encoding="utf-8"))
+    for f in sorted(runs_root.glob("*/*/seed*/sessions.jsonl")):
+        d = run_record(f.parent)
         acc = [int(x) for x in d["first_accepted"]]
         ax.plot(range(1, len(acc) + 1), [sum(acc[:k + 1]) for k in range(len(acc))],
                 label=f"{d['persona']} {d['arm']} seed {d['seed']}")

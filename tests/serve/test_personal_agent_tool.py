@@ -86,5 +86,20 @@ def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
                       "--out", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
     assert "| student | en | 8 | 1/8, 5/8 | 3/8, 5/8 | 1/7, 5/7 |" in text
-    assert "| student | raw | 7 | 0.25 (2)" in text and "| student | combined | 1 | [4] |" in text
+    assert "| student | raw | 7 | 0.25 (2)" in text and "| student | combined | 1 | 4 | [" in text
     assert (tmp_path / "curves.png").stat().st_size > 1000 and "## What this does not establish" in text
+
+
+def test_a_run_cut_short_is_summarised_from_its_sessions_so_far(runs, tmp_path):
+    """A run killed in its stream (no done.json, no held-out answers) shows in the summary as partial."""
+    import shutil
+
+    tool, root = runs
+    copy = tmp_path / "runs"
+    shutil.copytree(root / "student_en" / "combined", copy / "no_latex_en" / "opd")
+    for name in ("done.json", "heldout.jsonl"):
+        (copy / "no_latex_en" / "opd" / "seed0" / name).unlink()
+    assert tool.main(["summary", "--runs", str(copy), "--out", str(tmp_path / "s.json")]) == 0
+    arm = json.loads((tmp_path / "s.json").read_text())["personas"]["no_latex"]["arms"]["opd"]
+    assert arm["partial"] == [True] and arm["sessions"] == [4] and arm["heldout_n"] == [0]
+    assert arm["heldout_style"] is None
