@@ -166,6 +166,13 @@ def test_the_rows_the_fourth_reading_asked_for_against_the_files():
     row = _row(text, "OPD's advantage is negative on the token")
     assert f"on {sig[('all', 'opd', 'raw')]['hit']} of 86 items" in row and "0.686" in row
     assert f"{sig[('real', 'opd', 'contrast_unrelated')]['hit']} with the unrelated contrast" in row
+    # the slow start's cause: the accepted share of hinted turns in steps 1-4
+    health = json.loads((ROOT / "results" / "opd_health.json").read_text(encoding="utf-8"))
+    row = _row(text, "OPD starts slowly because strict filtering")
+    for user in ("teacher", "student"):
+        shares = [r["opd/accepted_fraction"] for runs in health[user].values() for r in runs
+                  if r["step"] <= 4 and "opd/accepted_fraction" in r]
+        assert len(shares) == 12 and f"{user} {np.mean(shares):.2f}" in row
 
 
 def test_the_real_model_rows_against_the_csvs():

@@ -238,6 +238,10 @@ def article_rows(add) -> None:
     add(A, "§5 fusion (binary + perplexity smoothing), §6-2 shaping and decayed credit, §6-3 cleaning, confidence and "
         "aggregation, in training", "§5 融合（二值 + 困惑度平滑）、§6-2 塑形与衰减、§6-3 清洗、置信度与聚合，用于训练",
         "shown on examples in nb 07; no training run uses them", "-", "untested / 未测试", "not run")
+    rise = {"n": 1, "mean": 0.009, "se": None}
+    add(A, "§8-2: the mean token reward rises during training", "§8-2：训练中 token 奖励的均值上升",
+        "nb 10 §2, binary token rewards, correcting user, one run of 10 steps",
+        "trend of the mean token reward +0.009 per step", "one seed / 一个种子", verdict(rise, +1))
 
 
 def _pair_ab_rows(add) -> None:
@@ -310,12 +314,29 @@ def table3_rows(add) -> None:
     add(D, "OPD > Binary RL (student user)", "OPD > Binary RL（学生型用户）",
         "student user, dense hints, `results/table3_extra/`, final score", score(p), *judged(p, +1))
     _step8_rows(add, t3)
+    slow_start_cause_row(add)
     b, g = s3[("teacher-vague", "binary_rl")], _binary_rl_gain(t3)
     little = dict(g, mean=g["mean"] - (0.23 - 0.17))
     little.pop("wins"), little.pop("losses")
     add(D, "Binary RL gains little (0.17 -> 0.23)", "Binary RL 收获很小（0.17 -> 0.23）",
         "teacher user, sparse hints, `results/table3/`, final - base per seed, against the paper's gain of 0.06",
         f"{b['base']:.2f} -> {b['final']:.2f}; gain {score(g)}", *judged(little, -1))
+
+
+def slow_start_cause_row(add) -> None:
+    """The digest's cause of OPD's slow start, strict filtering that leaves few samples: the share of hinted turns
+    whose hint the filter accepts in OPD's first four steps (results/opd_health.json, tools/opd_health.py: dense
+    hints, three seeds per user)."""
+    import json
+
+    doc = json.loads((ROOT / "results" / "opd_health.json").read_text(encoding="utf-8"))
+    early = {u: float(np.mean([r["opd/accepted_fraction"] for runs in doc[u].values() for r in runs
+                               if "opd/accepted_fraction" in r and r["step"] <= 4])) for u in ("teacher", "student")}
+    add("digest", "OPD starts slowly because strict filtering leaves few samples", "OPD 起步慢，是因为严格的过滤只留下很少的样本",
+        "the share of hinted turns whose hint is accepted, steps 1-4, dense hints, `results/opd_health.json`",
+        f"teacher {early['teacher']:.2f}, student {early['student']:.2f}: the filter keeps most hints where no slow start "
+        "was seen; where hints are sparse (the complaints are vague) the kit's samples are few by construction, not by "
+        "filtering", "three seeds per user, one regime / 每个用户三个种子，一种设置", "inconclusive")
 
 
 def _step8_rows(add, t3) -> None:
