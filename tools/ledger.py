@@ -430,7 +430,7 @@ def opd_direction_row(add) -> None:
         "Qwen2.5-Coder-0.5B-Instruct as the hinted teacher, `results/real_model/signal_controls.csv`; nb 06 shows it "
         "exactly on the tiny GPT",
         f"the most negative token in the corrected span on {a[0]} of {a[1]} items; {r[0]} of the {r[1]} real-output items "
-        f"({ru[0]} with the unrelated contrast removed); {lo[0]} of the {lo[1]} long probe items",
+        f"({ru[0]} with the unrelated contrast subtracted); {lo[0]} of the {lo[1]} long probe items",
         f"one model, {a[1]} items, no target fixed before the run / 一个模型，{a[1]} 条，事先没有定目标", "direction only")
 
 
