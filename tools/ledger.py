@@ -380,7 +380,7 @@ def digest_rows(add) -> None:
     lp, reached, n, means = live_row()
     add(D, "the live system, its loops run in lock-step (the client waits for the judge and the trainer after each "
         "turn): Combined reaches a stable preference in fewer sessions than Binary RL (the kit's comparison; the "
-        "digest makes none)", "在线系统，各循环同步运行（每轮之后客户端等待评判和训练）：Combined 比 Binary RL 用更少的会话让偏好稳定"
+        "digest makes none)", "在线系统，各循环同步运行（每轮之后客户端等待评判器和训练器）：Combined 比 Binary RL 用更少的会话让偏好稳定"
         "（工具包自己的比较，解读里没有）",
         f"`claw serve` + `claw simulate(wait_each_turn=True)`, teacher user, {lp['run_sessions']} sessions, "
         "`results/serve/sessions_to_stable.md`",
@@ -426,7 +426,7 @@ def opd_direction_row(add) -> None:
                if r["signal"] == "opd"}
     a, r, ru, lo = hit[("all", "raw")], hit[("real", "raw")], hit[("real", "contrast_unrelated")], hit[("probe_long", "raw")]
     add("digest", "OPD's advantage is negative on the token the hinted teacher avoids (a per-token direction)",
-        "OPD 的优势在带提示的老师避开的 token 上为负（逐 token 的方向）",
+        "OPD 的优势在带提示的教师避开的 token 上为负（逐 token 的方向）",
         "Qwen2.5-Coder-0.5B-Instruct as the hinted teacher, `results/real_model/signal_controls.csv`; nb 06 shows it "
         "exactly on the tiny GPT",
         f"the most negative token in the corrected span on {a[0]} of {a[1]} items; {r[0]} of the {r[1]} real-output items "
@@ -569,7 +569,7 @@ def render() -> str:
         "  （数字来自第三方转录）。",
         "- **Scale / 规模:** a 1.6M-parameter GPT and rule-based simulated users here, Qwen3-4B and an LLM judge in the paper:",
         "  compare directions, not values; the rows on a real model (Qwen2.5-Coder-0.5B-Instruct on a CPU) say so. 这里是",
-        "  1.6M 参数的 GPT 和规则用户，论文是 Qwen3-4B 和 LLM 评判：比较方向，不比较数值；真实模型的行会注明。",
+        "  1.6M 参数的 GPT 和规则用户，论文是 Qwen3-4B 和 LLM 评判器：比较方向，不比较数值；真实模型的行会注明。",
         "- **Scores / 分数:** paired per seed, a - b, mean +- s.e., then the seeds on which a was better / tied / worse.",
         "- **Speed / 速度:** steps until the score holds 0.9 three evaluations in a row, a seed that never gets there counted at",
         "  the run length (16), paired per seed, then the seeds on which a was faster / tied / slower (the live system:",
