@@ -175,6 +175,21 @@ def test_the_rows_the_fourth_reading_asked_for_against_the_files():
         assert len(shares) == 12 and f"{user} {np.mean(shares):.2f}" in row
 
 
+@pytest.mark.parametrize("words, files", [
+    ("OPD's advantage is negative on the token", ["real_model/signal_controls.csv"]),
+    ("token rewards from the user's corrections make a real model", ["real_model/train_runs.csv"]),
+    ("the asynchronous, non-blocking system", ["serve/bench_serve.md"]),
+    ("the alignment locates the corrected words in general", ["probe_sets.md"]),
+])
+def test_every_number_of_a_measurement_row_is_in_its_file(words, files):
+    """Each decimal number of these rows' results is written in the committed file the row reads."""
+    text = (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8")
+    result = _row(text, words).split(" | ")[4]
+    source = "\n".join((ROOT / "results" / f).read_text(encoding="utf-8") for f in files)
+    numbers = re.findall(r"\d+\.\d+", result.replace("0.5B", ""))
+    assert numbers and all(n in source for n in numbers), [n for n in numbers if n not in source]
+
+
 def test_the_real_model_rows_against_the_csvs():
     text = (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8")
     runs = {}
