@@ -30,10 +30,17 @@ def best_time(fn, c, repeat):
     return min(ts)
 
 
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'speed on another machine or numpy version: one x86_64 machine with 2 shared cores, best of 3; compare the ratios of one run',
+    'that the alignment is right: this times the dynamic programme; results/probe_sets.md measures what it finds',
+]
+
+
 def main(argv=None) -> int:
     """Time each size; ``--out`` is checked before the work and written whole at the end, never over a file
     without ``--force`` (BM01); sizes and repeats out of range are one line (BM02)."""
-    from claw_lib.utils import add_report_args, publish_report, report_path
+    from claw_lib.utils import add_report_args, limits_section, publish_report, report_path
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[16, 64, 256, 512, 1024])
@@ -61,7 +68,7 @@ def main(argv=None) -> int:
     head = (f"DP alignment benchmark (python {platform.python_version()}, numpy {np.__version__}, "
             f"{platform.machine()}, best of {a.repeat})")
     print()
-    publish_report("\n".join([head, ""] + rows), out, a.force)
+    publish_report("\n".join([head, ""] + rows + ["", limits_section(LIMITS)]), out, a.force)
     return 0
 
 

@@ -48,13 +48,20 @@ def blob_pair(n_chars: int, seed: int = 0):
     return o, o[: n_chars // 2] + "x" + o[n_chars // 2 + 1:]
 
 
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'the time on a quiet or faster machine: one run on 2 shared cores (the load average above), wall times above CPU times',
+    "the rewards' quality on long texts: one synthetic pair per length is timed here; the long probe set (results/probe_sets.md) measures what the rewards find",
+]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--words", type=int, nargs="+", default=[250, 500, 1000, 2000])
     ap.add_argument("--blob-chars", type=int, nargs="+", default=[2000, 4000], help="sizes of texts without spaces")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--reference-up-to", type=int, default=1000, help="time the old lexical cost up to this size")
-    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
+    from claw_lib.utils import add_report_args, limits_section, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown table")
     a = ap.parse_args(argv)
@@ -111,7 +118,7 @@ def main(argv=None):
         ratio = f"{tr / tl:.0f}x" if tr else ""
         lines.append(f"| {lang} | {na} / {nb} | {ca} / {cb} | {total:.2f} | {cpu:.2f} | {te:.2f} | {tl:.3f} | {td:.2f} | "
                      f"{'' if tr is None else f'{tr:.2f}'} | {ratio} |")
-    publish_report("\n".join(lines), out, a.force)
+    publish_report("\n".join(lines + ["", limits_section(LIMITS)]), out, a.force)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,13 @@ def step_seconds(hist):
         float(np.mean([h.get("timing/rollout_tokens", 0) for h in steps]))
 
 
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'speed on a GPU or with a real model: the tiny GPT on a CPU, batch 16, 5 timed steps, one run',
+    "that one engine is faster in general: kit / TRL is one run's ratio on this machine (results/real_model/bench_step.md has a real model's update)",
+]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=6)
@@ -32,7 +39,7 @@ def main(argv=None):
     ap.add_argument("--engines", nargs="+", default=["binary_rl", "combined"], help="strategies also run through TRL")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--device", default="cpu")
-    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
+    from claw_lib.utils import add_report_args, limits_section, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown tables")
     a = ap.parse_args(argv)
@@ -71,7 +78,7 @@ def main(argv=None):
             k, r = sum(t_kit.values()), sum(t_trl.values())
             lines.append(f"| {s} | {k:.3f} | {r:.3f} | {k / r:.2f} | {tok_kit:.0f} | {tok_trl:.0f} |")
             print(lines[-1], flush=True)
-    text = "\n".join(lines)
+    text = "\n".join(lines + ["", limits_section(LIMITS)])
     publish_report(text, out, a.force)
 
 

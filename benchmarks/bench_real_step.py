@@ -134,7 +134,16 @@ def report(rows, args, seconds: float) -> str:
         "prompts with position ids and TRL's loss (the kit's loss for opd_kl). The first losses differ only by the "
         "dtype's rounding (TRL pads the rows differently); on a shared CPU a ratio within the spread of the updates "
         "above is no difference.", ""]
-    return "\n".join(lines)
+    from claw_lib.utils import limits_section
+
+    return "\n".join(lines + [limits_section(LIMITS), ""])
+
+
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'that one engine updates faster on a GPU or a quiet machine: medians of 5 updates per engine, 4 rows, one thread of a shared CPU',
+    'anything about training quality: one update at a time, no evaluation',
+]
 
 
 def main(argv=None) -> int:

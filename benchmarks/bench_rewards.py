@@ -99,12 +99,19 @@ def cli_lines(ps) -> list:
             f"| `claw align OUTPUT CORRECTION` (one pair) | {align:.2f} | {align - imports:.2f} s beyond the imports |"]
 
 
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'speed on a GPU or on longer texts: 200 short zh/en pairs on a CPU, one run (results/bench_lengths.md has long texts)',
+    "the rewards' quality: this times them; results/probe_sets.md measures what they find",
+]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
     ap.add_argument("--no-cli", action="store_true", help="skip the terminal measurements")
-    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
+    from claw_lib.utils import add_report_args, limits_section, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown table")
     a = ap.parse_args(argv)
@@ -154,7 +161,7 @@ def main(argv=None):
                  f"{100 * (t_batch - t_enc) / t_batch:.0f} %. Marginal rate (second half of the pairs): {marginal:.0f} pairs/s."]
     if not a.no_cli:
         lines += cli_lines(ps)
-    text = "\n".join(lines)
+    text = "\n".join(lines + ["", limits_section(LIMITS)])
     publish_report(text, out, a.force)
 
 

@@ -17,7 +17,7 @@ differ once the weights do):
 Latency: p50 / p95 of every chat completion's wall time at the client (main and side turns), off vs async, runs
 alternating ``--repeats`` times; and, inside the async runs, the requests whose serving overlapped an update (from the
 server's timeline, ``GET /v1/claw/events``) vs the rest. Throughput: sessions per minute of async and step, and the
-estimate of the brief's step-by-step baseline: the off run's time plus the async run's number of updates times the
+estimate of the step-by-step baseline from its parts: the off run's time plus the async run's number of updates times the
 mean update time of the step runs (updates there run alone).
 """
 import argparse
@@ -109,7 +109,7 @@ def latency_lines(runs) -> list:
 
 
 def throughput_lines(runs, sessions: int) -> list:
-    """Sessions per minute of each run, and the brief's step-by-step estimate."""
+    """Sessions per minute of each run, and the step-by-step estimate built from its parts."""
     lines = ["## Sessions per minute, asynchronous vs step by step", "",
              "| run | wall s (until the server is idle) | sessions/min | updates | staleness (versions, mean) | "
              "client waited s | loops busy s (serve / judge / train) | sessions that hold | sessions until stable |",
@@ -130,7 +130,7 @@ def throughput_lines(runs, sessions: int) -> list:
     asy = float(np.mean([r["wall_s"] for r in runs if r["kind"] == "async"]))
     stp = float(np.mean([r["wall_s"] for r in runs if r["kind"] == "step"]))
     lines += ["", f"Means: async {60 * sessions / asy:.1f} sessions/min, step by step {60 * sessions / stp:.1f} "
-              f"(async / step = {stp / asy:.2f}). The brief's construction of the step-by-step baseline, the "
+              f"(async / step = {stp / asy:.2f}). The step-by-step baseline built from its parts, the "
               f"training-off run ({np.mean(offs):.1f} s) plus the async runs' {n_upd:.0f} updates x "
               f"{1000 * mean_upd:.0f} ms (mean `timing/update_s` of the step runs' updates, which ran alone): "
               f"{est:.1f} s, {60 * sessions / est:.1f} sessions/min.", ""]
@@ -153,6 +153,14 @@ def header_lines(a, threads: int) -> list:
             "Written by `benchmarks/bench_serve.py`; see its docstring for what each run is.", ""]
 
 
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'a throughput gain from running the loops in parallel: on 2 shared cores async / step is 0.96',
+    'a GPU or a real model: the tiny GPT on a CPU, one seed',
+    "stable single numbers: the machine's load changed during the runs (3 repeats in a rotating order; compare the pooled and mean numbers)",
+]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=40)
@@ -165,7 +173,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--wait", type=float, default=120.0, help="the step runs' bound on waiting after a session (s)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: the free cores)")
-    from claw_lib.utils import add_report_args, publish_report, report_path, set_threads
+    from claw_lib.utils import add_report_args, limits_section, publish_report, report_path, set_threads
 
     add_report_args(ap, "the Markdown report")
     a = ap.parse_args(argv)
@@ -186,7 +194,7 @@ def main(argv=None) -> int:
     if hasattr(os, "getloadavg"):
         lines.append(f"1-minute load of the machine at the end: {os.getloadavg()[0]:.2f} (2 cores: other work ran "
                      "beside the benchmark, so single runs drift; compare the pooled and mean numbers).")
-    publish_report("\n".join(lines), out, a.force)
+    publish_report("\n".join(lines + ["", limits_section(LIMITS)]), out, a.force)
     return 0
 
 

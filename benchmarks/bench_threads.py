@@ -34,11 +34,17 @@ def step_seconds(strategy: str, steps: int, threads: int) -> float:
     return float(np.mean([h["timing/rollout_s"] + h["timing/score_s"] + h["timing/update_s"] for h in hist]))
 
 
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'a rule for other machines: 2 cores, one run of 4 timed steps; one busy process stands for the other work a shared machine runs',
+]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--strategy", default="combined")
-    from claw_lib.utils import add_report_args, publish_report, report_path
+    from claw_lib.utils import add_report_args, limits_section, publish_report, report_path
 
     add_report_args(ap, "the table")
     a = ap.parse_args(argv)
@@ -66,7 +72,7 @@ def main(argv=None) -> int:
     for load in ("quiet", "one busy process"):
         one, two = rows[(load, 1)], rows[(load, 2)]
         lines.append(f"| {load} | {one:.3f} | {two:.3f} | {two / one:.2f} |")
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines + ["", limits_section(LIMITS)]) + "\n"
     publish_report(text, out, a.force)
     return 0
 

@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
-           "atomic_write", "publish_report", "FolderLock",
+           "atomic_write", "publish_report", "limits_section", "LIMITS_HEADING", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_file", "OutputFolder", "MARKER",
            "script_main", "disk_errors", "finite_array", "check_real", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
 
@@ -298,6 +298,22 @@ def publish_report(text: str, out=None, force: bool = False) -> None:
                 f.write(text if text.endswith("\n") else text + "\n")
         except (ValueError, FileExistsError) as e:
             raise SystemExit(f"error: {e}") from None
+
+
+#: the heading every result page under results/ closes with (tests/test_result_pages.py)
+LIMITS_HEADING = "## What this does not establish"
+
+
+def limits_section(limits, corrections=()) -> str:
+    """The closing sections of a result page (results/**/*.md): :data:`LIMITS_HEADING` with one bullet per thing the
+    measurement does not show, then, where a later run changed a reading, "## Corrections" with one dated bullet each
+    (``corrections``: (date "YYYY-MM-DD", what changed)). Generators append it, so a regenerated page keeps both."""
+    if not limits:
+        raise ValueError("a result page needs at least one thing it does not establish")
+    lines = [LIMITS_HEADING, ""] + [f"- {x}" for x in limits]
+    if corrections:
+        lines += ["", "## Corrections", ""] + [f"- {d}: {x}" for d, x in corrections]
+    return "\n".join(lines)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from claw_lib.toy.probe import PROBE_LONG, PROBE_REAL, PROBE_V2, load_probe_set, probe_metrics, quality_table  # noqa: E402
-from claw_lib.utils import add_report_args, publish_report, report_path  # noqa: E402
+from claw_lib.utils import add_report_args, limits_section, publish_report, report_path  # noqa: E402
 
 SETS = {"v2": PROBE_V2, "long": PROBE_LONG, "real": PROBE_REAL}
 #: the targets on test: (hit, precision, recall) per set; no-error rows; every style above the last word
@@ -185,6 +185,7 @@ def report(res: dict, speed: dict, abl: list, loc) -> str:
                 + " / ".join(f"{ms[s]['no_error_ok']:.2f}" for s in SETS) + " |")
         out.append("")
     out += ["### Targets not reached on test", ""] + (_targets(res, speed) or ["(none)"]) + [""]
+    out += [limits_section(LIMITS), ""]
     return "\n".join(out)
 
 
@@ -208,6 +209,14 @@ def write_json(res, speed, abl, loc, path: Path, force: bool) -> None:
                         for name, c, ms, th in abl]}
     with atomic_write(path, replace=force) as f:
         f.write(json.dumps(finite(doc), ensure_ascii=False, indent=1) + "\n")
+
+
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'a localiser trained on real corrections: its training replies are generated and labelled by construction, simpler than real ones',
+    'that it should replace the rules: on dev, where the rules were tuned, it does not beat them (README.md), so the default stays the rules',
+    'its speed on another machine: pairs per second of one run on this CPU',
+]
 
 
 def main(argv=None) -> int:

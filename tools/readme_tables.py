@@ -3,9 +3,12 @@
 
     .venv/bin/python tools/readme_tables.py            # every table, in the order the README shows them
     .venv/bin/python tools/readme_tables.py --out t.md # also written there (refused if it exists; --force)
+    .venv/bin/python tools/readme_tables.py --lang zh  # the tables README.zh-CN.md shows, with Chinese labels
 
 Each table is what `claw reproduce` wrote, with readable setting names: the README's tables are copied from this
-output, so they cannot drift from the result files by hand.
+output, so they cannot drift from the result files by hand. README.zh-CN.md's are the same tables with the labels and
+headers translated (:func:`to_zh`; the numbers untouched), for the sections in :data:`ZH_SECTIONS`;
+tests/test_readme_tables.py checks that both READMEs agree on every number of every table.
 """
 import sys
 from pathlib import Path
@@ -69,6 +72,8 @@ def main(argv=()) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_report_args(ap, "the tables (Markdown)")
+    ap.add_argument("--lang", choices=("en", "zh"), default="en",
+                    help="zh: the sections README.zh-CN.md shows, labels and headers in Chinese")
     a = ap.parse_args(list(argv))
     out = report_path(a)
     buf = io.StringIO()
@@ -78,8 +83,69 @@ def main(argv=()) -> int:
         print(reviser_rows())
         print("\n## the learned localiser\n")
         print(localiser_rows())
-    publish_report(buf.getvalue().rstrip("\n"), out, a.force)
+    text = buf.getvalue().rstrip("\n")
+    publish_report(to_zh(text) if a.lang == "zh" else text, out, a.force)
     return 0
+
+
+#: the sections of the tables that README.zh-CN.md shows (its Table 3, student and engines paragraphs)
+ZH_SECTIONS = ("table3", "table3-extra", "engines")
+HEAD_ZH = ("| 设置 | 方法 | 训练前 | 8 步后 | {n} 步后 | 稳定所需步数，从未稳定记为 {n}（做到的种子数） | 论文（Qwen3-4B）：8 / 16 步 |\n"
+           "|---|---|---|---|---|---|---|")
+PAIR_HEAD_ZH = ("| 设置 | 差值 | 最终分数之差，均值 +- 标准误 | 种子：更好 / 持平 / 更差 | 稳定所需步数之差，均值 +- 标准误 | "
+                "种子：更快 / 持平 / 更慢 |\n|---|---|---|---|---|---|")
+#: every label of the ZH_SECTIONS tables (settings, methods, differences) in Chinese; numbers kept as they are
+LABELS_ZH = {
+    "sparse hints (half vague)": "提示稀疏（一半含糊）", "hint in every complaint": "每次抱怨都有提示",
+    "sparse hints": "提示稀疏", "sparse hints, old loss": "提示稀疏，旧损失", "sparse hints, kit loop": "提示稀疏，工具包的循环",
+    "sparse hints, TRL GRPOTrainer": "提示稀疏，TRL 的 GRPOTrainer", "sparse hints, TRL": "提示稀疏，TRL",
+    "student, hint in every complaint": "学生型，每次抱怨都有提示", "student, sparse hints": "学生型，提示稀疏",
+    "tool user": "工具型用户", "OPD (policy gradient)": "OPD（策略梯度）",
+    "OPD as distillation (forward KL)": "OPD 作为蒸馏（前向 KL）",
+    "Combined without its -1 broadcast (`opd.w_rl_negative=0`)": "Combined 去掉 -1 的广播（`opd.w_rl_negative=0`）",
+    "OPD distilled with top-K reverse KL (K = 16)": "OPD 用 top-K 反向 KL 蒸馏（K = 16）",
+    "Combined without -1 broadcast - OPD": "Combined 去掉 -1 的广播 - OPD",
+    "Binary RL: old loss (mean over all tokens) - new default": "Binary RL：旧损失（对所有 token 取平均）- 新默认",
+    "OPD: old loss (mean over all tokens) - new default": "OPD：旧损失（对所有 token 取平均）- 新默认",
+    "Combined: old loss (mean over all tokens) - new default": "Combined：旧损失（对所有 token 取平均）- 新默认",
+    "OPD: old OPD clip +-2 - new default": "OPD：旧的 OPD 截断 +-2 - 新默认",
+    "Combined: old OPD clip +-2 - new default": "Combined：旧的 OPD 截断 +-2 - 新默认",
+    "Binary RL: TRL - kit": "Binary RL：TRL - 工具包", "OPD (policy gradient): TRL - kit": "OPD（策略梯度）：TRL - 工具包",
+    "Combined: TRL - kit": "Combined：TRL - 工具包",
+}
+
+
+def to_zh(text: str) -> str:
+    """The :data:`ZH_SECTIONS` of the tables' output ``text`` (sections start with "## name"), headers and labels
+    in Chinese, every number cell unchanged. KeyError names a label with no translation."""
+    sections = {}
+    for part in ("\n" + text).split("\n## ")[1:]:
+        name, _, body = part.partition("\n")
+        sections[name.strip()] = body.strip("\n")
+    heads = {HEAD.format(n=n): HEAD_ZH.format(n=n) for n in (16, 48)}
+    heads[PAIR_HEAD] = PAIR_HEAD_ZH
+    out = []
+    for name in ZH_SECTIONS:
+        body = sections[name]
+        for en, zh in heads.items():
+            body = body.replace(en, zh)
+        lines = []
+        for line in body.splitlines():
+            cells = line.split(" | ")
+            if line.startswith("| ") and "---" not in line and not any(ch > "\u2e80" for ch in line):
+                cells[0] = "| " + LABELS_ZH.get(cells[0][2:], cells[0][2:])
+                cells[1] = LABELS_ZH.get(cells[1], cells[1])
+                missing = [c.strip("| ") for c in cells[:2] if c.strip("| ") not in LABELS_ZH.values()
+                           and c.strip("| ") not in _SAME_IN_ZH]
+                if missing:
+                    raise KeyError(f"no Chinese label for {missing[0]!r}: add it to LABELS_ZH")
+            lines.append(" | ".join(cells))
+        out.append(f"## {name}\n\n" + "\n".join(lines))
+    return "\n\n".join(out)
+
+
+#: labels that read the same in Chinese (method names the Chinese text keeps in English)
+_SAME_IN_ZH = {"Binary RL", "Combined", "Combined - OPD", "OPD - Binary RL"}
 
 
 SETS = (("v2", "v2 (one sentence)"), ("long", "long (2-5 sentences)"), ("real", "real outputs (0.5B model)"))

@@ -166,6 +166,8 @@ def rule_on_answers(min_chars: int = 10) -> list:
 
 def summarise(rows, settings: str = "") -> str:
     """The Markdown report of the judged turns (``settings``: a line saying how they were made)."""
+    from claw_lib.utils import limits_section
+
     if not rows:
         return "# A real model as the judge of training\n\nNo turn was judged.\n"
     secs = np.array([float(r["seconds"]) for r in rows])
@@ -182,7 +184,7 @@ def summarise(rows, settings: str = "") -> str:
             "the shared machine."]
     return "\n".join(["# A real model as the judge of training (tools/real_model_judge.py)", "", settings, ""] + head
                      + [""] + lines
-                     + ["", "Every turn, with the judge's raw answers: judge.csv."]) + "\n"
+                     + ["", "Every turn, with the judge's raw answers: judge.csv.", "", limits_section(LIMITS)]) + "\n"
 
 
 def _reading(rows, h):
@@ -265,6 +267,13 @@ def run(args) -> int:
             print(f"[{time.process_time() - t0:6.0f} CPU s] {k} {row['persona']} {row['lang']} user {row['expected']:+d} "
                   f"judge {row['judge_score']:+d} rule {row['rule_score']:+d} {row['seconds']} s", flush=True)
     return 0
+
+
+#: what this page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = [
+    'that a real model judges well enough to train with: this 0.5B model gave no accepted hint in 60 turns, so OPD would get nothing, and 65 % of its votes failed',
+    'a larger judge or more votes: one 0.5B model, one vote per question, on a CPU',
+]
 
 
 def main(argv=None) -> int:

@@ -266,6 +266,9 @@ def summarise(group: str) -> list:
     _write_csv(OUT / f"{group}.csv", rows)
     if new:
         _write_csv(OUT / f"{group}_steps.csv", steps_rows)
+    from claw_lib.utils import limits_section
+
+    md.append(limits_section(LIMITS[group]))
     (OUT / f"{group}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     if new and rows:
         plot(group, rows, steps_rows)
@@ -387,7 +390,33 @@ def reference_md(rows=None) -> None:
     for user in dict.fromkeys(r["user"] for r in rows):
         md += [f"## {user} user", ""] + _table([{k: v for k, v in r.items() if v not in ("", None)}
                                                for r in rows if r["user"] == user]) + [""]
+    from claw_lib.utils import limits_section
+
+    md += [limits_section(LIMITS["learning_reference"]), ""]
     (OUT / "learning_reference.md").write_text("\n".join(md), encoding="utf-8")
+
+
+#: what each page does not establish (the closing section: claw_lib.utils.limits_section)
+LIMITS = {
+    'train_runs': [
+        'that token rewards from corrections make a real model more correct: the binary and continuous runs are 2 steps of 4 samples on 8 prompts, far too few to test it (docs/real_model.md)',
+        'a comparison of the methods on a real model: one seed each, a few steps on a laptop CPU',
+        'anything about a larger model or a GPU: Qwen2.5-Coder-0.5B-Instruct with LoRA on one CPU thread',
+    ],
+    'learning_pilots': [
+        'a better model: every pilot lowered correctness (from 0.85 on 20 dev questions)',
+        'more than one run per setting: each pilot is one seed of 6 steps',
+    ],
+    'learning': [
+        'a more correct model: correctness fell on every seed (0.583 -> 0.306 / 0.389 / 0.306)',
+        'that training beats prompting: the untrained model told the preference in one line reaches style 0.653 at correctness 0.444 on the same questions (learning_reference.md); the trained style is no better and less correct',
+        'other personas or learning rates: the student user, three seeds, 12 steps at 2.8x the recommended rate',
+    ],
+    'learning_reference': [
+        'what training gives: this is the untrained model, greedy, each question once; it is the baseline a trained style must beat',
+        "a human reading: correct and style are the kit's rule-based checks (`RealFact.check`, the persona's checks)",
+    ],
+}
 
 
 def main(argv=None) -> int:

@@ -197,7 +197,7 @@ def _write_grid(out: Path, g: _Grid, rows: List[Dict], curves: Dict) -> None:
     with atomic_write(out / "curves.json") as f:
         f.write(json.dumps(curves))
     with atomic_write(out / "ablation.md") as f:
-        f.write(report_text(rows))
+        f.write(report_text(rows, out.resolve().name))
     for (setting, engine), label in g.labels.items():
         plot_curves(curves, label, g.per_setting[setting], out / f"curves_{label}.png")
     (out / PARTIAL).unlink(missing_ok=True)  # the grid is whole: its tables hold every run

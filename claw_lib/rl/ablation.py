@@ -159,10 +159,14 @@ def markdown_table(rows: List[Dict]) -> str:
     return "\n".join(lines)
 
 
-def report_text(rows: List[Dict]) -> str:
-    """The text of a grid's ``ablation.md``: the table, then the paired orderings and engine comparisons."""
+def report_text(rows: List[Dict], name: Optional[str] = None) -> str:
+    """The text of a grid's ``ablation.md``: the table, then the paired orderings and engine comparisons, then what
+    it does not establish and its dated corrections (:func:`claw_lib.rl.grid_notes.grid_limits`; ``name``: the
+    results folder's name, e.g. "table3")."""
+    from .grid_notes import grid_limits
+
     report = "\n\n".join(r for r in (ordering_report(rows), speed_report(rows), engine_report(rows)) if r)
-    return markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "")
+    return markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "") + "\n" + grid_limits(rows, name) + "\n"
 
 
 def _kit_report(folder: Path) -> bool:
@@ -198,7 +202,7 @@ def rewrite_report(folder) -> str:
 
     folder = Path(folder)
     _refuse_foreign_report(folder)
-    text = report_text(load_results(folder)[0])
+    text = report_text(load_results(folder)[0], folder.resolve().name)
     _refuse_foreign_report(folder)  # again at the write: a file made meanwhile is the user's
     with atomic_write(folder / "ablation.md") as f:
         f.write(text)

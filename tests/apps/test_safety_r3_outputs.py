@@ -214,7 +214,7 @@ def test_rewrite_reports_replaces_only_the_kits_report_TL04_TL05_TL06(tmp_path, 
     shutil.copytree(ROOT / "results" / "ta", h)
     (h / "curves.json").unlink()
     assert rr.main([str(h), "--force"]) == 1 and "no curves.json" in message(capsys.readouterr().err)
-    k = tmp_path / "k"
+    k = tmp_path / "k" / "ta"  # the folder's name picks the grid's own closing notes (claw_lib.rl.grid_notes)
     shutil.copytree(ROOT / "results" / "ta", k)
     assert rr.main([str(k), "--force"]) == 0 and sha(k / "ablation.md") == sha(ROOT / "results" / "ta" / "ablation.md")
 
@@ -327,7 +327,7 @@ def test_a_grid_whose_tables_fail_to_write_goes_on_from_its_runs_OP05b(tmp_path,
                                                                            {"step": 1, "eval/score": 0.75}])
     real = ab.report_text
 
-    def full_disk(rows):
+    def full_disk(rows, *name):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(ab, "report_text", full_disk)
