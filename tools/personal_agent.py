@@ -38,7 +38,7 @@ from claw_lib.config import HOMEWORK_PERSONAS  # noqa: E402
 from claw_lib.serve.simulate import sessions_until_stable  # noqa: E402
 from claw_lib.toy.gsm8k import is_correct  # noqa: E402
 from claw_lib.toy.homework import HOMEWORK_LANGS, checks, first_request, preference  # noqa: E402
-from claw_lib.utils import atomic_write, check_out_file, script_main  # noqa: E402
+from claw_lib.utils import atomic_write, check_out_file, limits_section, script_main  # noqa: E402
 
 #: arm -> (claw serve flags, claw simulate flags)
 ARMS = {"combined": (["--strategy", "combined"], []), "binary_rl": (["--strategy", "binary_rl"], []),
@@ -347,17 +347,18 @@ def figure(runs_root: Path, path: Path) -> None:
     plt.close(fig)
 
 
-#: the report's closing section: what the runs behind it do not establish
-NOT_ESTABLISHED = """## What this does not establish
-
-- Anything beyond this model (Qwen2.5-Coder-0.5B-Instruct, a GGUF re-quantisation of the AWQ checkpoint, converted to
-  fp32) and this machine (2 shared CPU cores): the paper's and Reef's models are 4B-9B on GPUs.
-- A difference between arms: each arm ran on one seed, so no paired difference has a standard error; runs cut short
-  by the session's end are marked by their session count.
-- The ceiling beyond its problems: 8 dev problems per persona, greedy, decoded from the int8 serving copy (its greedy
-  answers can differ from full precision).
-- The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers instead
-  of upstream's eight, and the judge is the kit's rule judge."""
+#: the report's closing section (claw_lib.utils.limits_section): what the runs behind it do not establish
+LIMITS = [
+    "Anything beyond this model (Qwen2.5-Coder-0.5B-Instruct, a GGUF re-quantisation of the AWQ checkpoint, converted "
+    "to fp32) and this machine (2 shared CPU cores): the paper's and Reef's models are 4B-9B on GPUs.",
+    "A difference between arms: an arm on one seed has no paired difference with a standard error; a run cut short "
+    "(its sessions marked '(cut)') says only what its sessions so far say.",
+    "The ceiling beyond its problems: 8 dev problems per persona, greedy, decoded from the int8 serving copy (its "
+    "greedy answers can differ from full precision's), answers cut at 320 tokens (a cut answer has no final number, "
+    "so correctness is a lower bound).",
+    "The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers "
+    "instead of upstream's eight, and the judge is the kit's rule judge.",
+]
 
 
 def report(a) -> int:
@@ -374,7 +375,7 @@ def report(a) -> int:
                                               "", "Share of the negative advantage mass per token class (in brackets: "
                                               "replies whose most negative token is there).", ""]
     text += landing_lines(Path(a.ceiling)) + ["", "## The live runs", ""] + runs_table(data)
-    text += ["", f"![first replies accepted per session]({fig.name})", "", NOT_ESTABLISHED, ""]
+    text += ["", f"![first replies accepted per session]({fig.name})", "", limits_section(LIMITS), ""]
     with atomic_write(out, replace=a.force) as f:
         f.write("\n".join(text))
     print(f"report: {out}")
