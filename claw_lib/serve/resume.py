@@ -7,9 +7,13 @@ The commit points, in the order they happen:
   again on a restart, so it cannot be lost (``next_states.jsonl`` is its readable log, repaired on restart);
 * a judged sample exists once its line is in ``samples.jsonl`` (``prm.jsonl`` / ``opd.jsonl`` are written from
   it next, and repaired on restart);
+* with PEFT adapters, a version's adapter folder ``adapters/v{N}`` is written (whole, then renamed) before the
+  checkpoint that names it; a restart removes the folder of a version its checkpoint never reached
+  (:mod:`claw_lib.serve.versions`);
 * an update exists once ``checkpoint.pt`` holds it (written whole, then renamed): the trained tensors, the
-  optimizer, the version and the list of every update with its samples. Only then are the weights swapped
-  into the server and ``trained.jsonl`` appended (repaired on restart).
+  optimizer, the version and the list of every update with its samples (an update that was not published keeps
+  the version and says why, ``skipped``). Only then are the weights swapped into the server and ``trained.jsonl``
+  appended (repaired on restart).
 
 So a restart serves the checkpoint's version, trains every scored sample no update holds, judges every turn
 with a next state and no sample, and trains no sample twice. Side turns are not recorded.

@@ -15,6 +15,7 @@ from .app import ApiError, completion, parse_chat, STATIC
 from .config import max_body_bytes
 from .records import RecordWriteError
 from .streaming import stream_answer
+from .versions import UnknownVersionError
 
 __all__ = ["create_app", "add_routes"]
 
@@ -84,7 +85,6 @@ def add_routes(system, host: str = "127.0.0.1"):
     """A FastAPI app serving ``system`` on ``host`` (its Host header check: :func:`allowed_hosts`)."""
     from .sessions import SessionFinishedError
     from .engine import PromptTooLongError
-    from .versions import UnknownVersionError
 
     app = FastAPI(title="claw serve", docs_url=None, redoc_url=None)
     hosts = allowed_hosts(host)

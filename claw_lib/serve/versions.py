@@ -177,13 +177,16 @@ class Versions:
     def start(self, version: int) -> None:
         """At start: a fresh run publishes version 0 (the initial adapter); a resumed one drops the folders of
         versions its checkpoint never reached (a kill between the adapter and the checkpoint) and reads the kept
-        ones back, writing the checkpoint's version again when its folder is missing."""
+        ones back, writing the checkpoint's version again when its folder is missing (a killed writer's staging
+        folder is removed)."""
         if not self.enabled:
             return
         if self.folder is not None and (self.folder / ADAPTERS_DIR).is_dir():
             for p in sorted((self.folder / ADAPTERS_DIR).iterdir()):
                 v = int(p.name[1:]) if re.fullmatch(r"v\d+", p.name) else None
-                if v is not None and v > version:
+                if re.fullmatch(r"\.v\d+\..*\.tmp", p.name):  # a killed writer's staging folder
+                    shutil.rmtree(p, ignore_errors=True)
+                elif v is not None and v > version:
                     shutil.rmtree(p)  # claw's own folder of an update the checkpoint does not hold
                 elif v is not None and v > version - self.keep and (p / RECORD_FILE).exists():
                     self._read(v, p)

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import httpx
 import openai
@@ -13,7 +14,7 @@ import torch
 
 from claw_lib.config import PPOConfig
 from claw_lib.serve import LiveServer, ServeConfig
-from claw_lib.serve.versions import RECORD_FILE, delta_norms, version_name
+from claw_lib.serve.versions import RECORD_FILE, adapter_state, delta_norms, version_name
 from tests.serve.test_server_resume import CLAW, _start
 from tests.serve.test_server_training import Q, _correct
 
@@ -100,6 +101,11 @@ def test_each_version_is_an_adapter_folder_and_the_last_few_answer_by_name(tmp_p
         t = srv.system.turns["old#0"]
         assert t.policy_version == v - 1 and t.response_text == live[v - 1] == r.choices[0].message.content
         assert _independent_argmax(out / "adapters" / f"v{v - 1}", t.prompt_ids, t.response_ids) == t.response_ids
+        vs = srv.system.versions  # the older version was decoded from the archive; the live copy kept its tensors
+        same = lambda a, b: sorted(a) == sorted(b) and all(torch.equal(a[k], b[k]) for k in a)
+        assert same(adapter_state(vs.archive().full), vs.kept[v - 1]["state"])
+        assert same(adapter_state(srv.system.engine.serving), vs.kept[v]["state"])
+        assert not same(vs.kept[v - 1]["state"], vs.kept[v]["state"])
         st = srv.system.status()
         assert st["published_versions"] == [version_name(k) for k in kept] and st["last_skipped"] is None
         rows = srv.system.metrics
@@ -213,7 +219,6 @@ def test_kill_9_keeps_the_published_versions_and_their_names(tmp_path):
                 st = status()
                 if st["samples_pending"] == 0 and st["samples_scored"] < st["batch_size"]:
                     return
-                import time
                 time.sleep(0.1)
 
         live = _train_to(c, idle, lambda: status()["policy_version"], 1, "k")
@@ -222,11 +227,12 @@ def test_kill_9_keeps_the_published_versions_and_their_names(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     (out / "adapters" / "v9").mkdir()  # as a kill between an adapter and its checkpoint leaves one
+    (out / "adapters" / ".v9.abc123.tmp").mkdir()  # as a kill inside the adapter's write leaves one
     proc, url = _start(out, *LORA, "--keep-versions", "2")
     try:
         c = _client(url)
         assert [m.id for m in c.models.list().data] == names
-        assert not (out / "adapters" / "v9").exists()
+        assert not (out / "adapters" / "v9").exists() and not (out / "adapters" / ".v9.abc123.tmp").exists()
         for name in names[1:]:
             k = int(name.rsplit("v", 1)[1])
             assert _greedy(c, name)[:2] == (live[k], k)
