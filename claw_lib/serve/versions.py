@@ -30,7 +30,7 @@ import torch
 
 from ..models.peft_lora import peft_model_of, save_adapter
 
-__all__ = ["Versions", "Archive", "version_name", "version_of", "delta_norms", "adapter_state", "UnknownVersionError",
+__all__ = ["Versions", "Archive", "version_name", "version_of", "delta_norms", "param_delta_norm", "adapter_state", "UnknownVersionError",
            "ADAPTERS_DIR", "RECORD_FILE", "VERSION_PREFIX", "NO_ADAPTER"]
 
 #: the folder under ``--out`` that holds one adapter folder per published version (``v0``, ``v1``, ...)
@@ -94,6 +94,15 @@ def delta_norms(new, old) -> Dict[str, float]:
     return {"publish/adapter_delta_norm": sq_p ** 0.5, "publish/weight_delta_norm": sq_w ** 0.5}
 
 
+@torch.no_grad()
+def param_delta_norm(new, old) -> float:
+    """sqrt(sum over the trained tensors of ||theta' - theta||^2) between two copies of one model (full fine-tuning:
+    ``publish/weight_delta_norm``)."""
+    own = dict(old.named_parameters())
+    return sum(float((p.float() - own[n].float().to(p.device)).pow(2).sum())
+               for n, p in new.named_parameters() if p.requires_grad) ** 0.5
+
+
 def _libraries() -> Dict[str, str]:
     import peft
     import transformers
@@ -129,7 +138,9 @@ class Versions:
         that did not move is not published; a candidate the gate scores below ``version`` is not either, and the
         trainer's tensors are set back to ``version``'s."""
         m: Dict[str, float] = {}
-        if self.enabled:
+        if not self.enabled:  # full fine-tuning: logged, published as before
+            m["publish/weight_delta_norm"] = param_delta_norm(self.engine.trainer, self.engine.serving)
+        else:
             m.update(delta_norms(self.engine.trainer, self.engine.serving))
             if m["publish/adapter_delta_norm"] == 0.0:
                 return "adapter unchanged (delta norm 0.0)", m

@@ -14,7 +14,7 @@ import torch
 
 from claw_lib.config import PPOConfig
 from claw_lib.serve import LiveServer, ServeConfig
-from claw_lib.serve.versions import RECORD_FILE, adapter_state, delta_norms, version_name
+from claw_lib.serve.versions import RECORD_FILE, adapter_state, delta_norms, param_delta_norm, version_name
 from tests.serve.test_server_resume import CLAW, _start
 from tests.serve.test_server_training import Q, _correct
 
@@ -149,6 +149,7 @@ def test_delta_norms_are_the_l2_norms_of_the_change():
     m0 = layers[0]  # B was 0: the added weight is s * dB A, whose norm is s * 3 * ||A[0]||; layer 1 has B = 0
     expect = m0.scaling["default"] * 3.0 * float(m0.lora_A["default"].weight[0].detach().norm())
     assert d["publish/weight_delta_norm"] == pytest.approx(expect, rel=1e-5)
+    assert param_delta_norm(e.trainer, old) == pytest.approx(5.0)  # the trained tensors are the adapters here
 
 
 def test_the_publish_gate_keeps_the_previous_version_when_the_probe_score_falls(tmp_path, monkeypatch):
