@@ -15,13 +15,14 @@ __all__ = ["add_serve_args", "cmd_serve", "add_simulate_args", "cmd_simulate", "
 
 #: ``claw serve`` training options: flag -> the PPOConfig setting (a subset of ``claw train``'s)
 SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", "--temperature", "--max-new-tokens",
-                     "--device", "--dtype", "--lora-rank", "--w-rl-negative", "--opd-clip", "--threads")
+                     "--device", "--dtype", "--lora-rank", "--lora-impl", "--w-rl-negative", "--opd-clip", "--threads")
 #: ``claw serve`` serving options: flag -> ServeConfig field
 SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
                "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",
                "--max-message-chars": "max_message_chars", "--max-messages": "max_messages",
                "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch",
-               "--serving-format": "serving_format"}
+               "--serving-format": "serving_format", "--keep-versions": "keep_versions",
+               "--publish-gate": "publish_gate"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -45,7 +46,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     kinds = {"tis_cap": number(float, 0), "session_timeout_s": number(float, 0, lo_open=True),
              "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
              "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000),
-             "max_batch": number(int, 1, 1024)}
+             "max_batch": number(int, 1, 1024), "keep_versions": number(int, 1, 1000)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices={"context": CONTEXTS, "serving_format": SERVING_FORMATS}.get(name),

@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import torch
 from torch import nn
@@ -118,9 +118,10 @@ def add_adapters(model: nn.Module, r: int, impl: str = "auto", seed: Optional[in
     return "kit"
 
 
-def save_adapter(model, folder) -> Path:
+def save_adapter(model, folder, files: Optional[Dict[str, str]] = None) -> Path:
     """Write ``model``'s PEFT adapter in PEFT's format into ``folder`` (``adapter_config.json``,
     ``adapter_model.safetensors``), whole or not at all: written beside it, then renamed over the old one.
+    files: more text files written into the folder before the rename (name -> UTF-8 text; a record of the adapter).
     ValueError for a model without PEFT adapters (the kit's: :func:`kit_to_peft` first)."""
     pm = peft_model_of(model)
     if pm is None:
@@ -135,6 +136,8 @@ def save_adapter(model, folder) -> Path:
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's folder is private; the adapter folder is an ordinary one
     try:
         pm.save_pretrained(str(tmp))
+        for name, text in (files or {}).items():
+            (tmp / name).write_text(text, encoding="utf-8")
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)

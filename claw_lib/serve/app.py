@@ -104,10 +104,7 @@ def parse_chat(body, headers, system: LiveSystem) -> ChatTurn:
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object", "bad_body")
     check_strings(body)
-    model = body.get("model")
-    if model is not None and model != system.model_id:
-        raise ApiError(404, f"model {model!r} is not served here; this server serves {system.model_id!r}",
-                       "model_not_found")
+    version = _version(body.get("model"), system)
     cfg = system.cfg
     msgs = _messages(body, cfg.max_message_chars, cfg.max_messages)
     sid = headers.get("x-session-id") or body.get("session_id")
@@ -128,8 +125,27 @@ def parse_chat(body, headers, system: LiveSystem) -> ChatTurn:
         params = sampling_params(body, system.ppo.temperature, system.ppo.max_new_tokens, cfg.max_tokens_limit)
     except ParamError as e:
         raise ApiError(400, str(e), f"bad_{e.param}")
-    return ChatTurn(msgs, sid, tt, done, params.temperature, params.max_tokens, params,
+    return ChatTurn(msgs, sid, tt, done, params.temperature, params.max_tokens, params, version=version,
                     no_session=main_looking(sid, given, msgs))
+
+
+def _version(model, system: LiveSystem) -> Optional[int]:
+    """The kept published version a request's ``model`` names (``claw-v3``: serve.versions), None for the served
+    model's own id or none given (the live version); 404 naming it for any other."""
+    if model is None or model == system.model_id:
+        return None
+    version = system.versions.resolve(model)
+    if version is None:
+        served = ", ".join(repr(m) for m in [system.model_id] + system.versions.names())
+        raise ApiError(404, f"model {model!r} is not served here; this server serves {served}", "model_not_found")
+    return version
+
+
+def model_field(system: LiveSystem, req: ChatTurn) -> str:
+    """The ``model`` of an answer: the version named in the request, else the served model's id."""
+    from .versions import version_name
+
+    return system.model_id if req.version is None else version_name(req.version)
 
 
 def completion(system: LiveSystem, served, turn: Optional[int], req: ChatTurn, logprobs: bool) -> dict:
@@ -139,7 +155,7 @@ def completion(system: LiveSystem, served, turn: Optional[int], req: ChatTurn, l
                                                         s.top_logprobs)} if logprobs else None}
                for k, s in enumerate([served] + served.alternatives)]
     return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
-            "model": system.model_id, "choices": choices, "usage": usage(served), "claw": claw_field(served, turn, req)}
+            "model": model_field(system, req), "choices": choices, "usage": usage(served), "claw": claw_field(served, turn, req)}
 
 
 def usage(served) -> dict:

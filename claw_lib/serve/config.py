@@ -72,6 +72,12 @@ class ServeConfig:
     match_sessions: bool = False
     """a request without a session id that looks like a main-line turn joins the session whose transcript it
     extends, or starts a new one (:mod:`claw_lib.serve.matching`); False: it is a side turn, as upstream's rule says"""
+    keep_versions: int = 3
+    """published versions kept (with PEFT adapters: their folders OUT/adapters/v{N} and their names claw-v{N} in a
+    request's model field, claw_lib.serve.versions); older ones are deleted"""
+    publish_gate: str = ""
+    """a JSONL probe set ({"prompt", "expected"} a line, claw_lib.serve.gate) scored before each publication: a
+    candidate that scores worse than the live version is not published (empty: no gate)"""
 
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
@@ -93,12 +99,16 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
             raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
     for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000),
-                         ("max_messages", 1, 100_000), ("max_batch", 1, 1024)):
+                         ("max_messages", 1, 100_000), ("max_batch", 1, 1024), ("keep_versions", 1, 1000)):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
     if not isinstance(cfg.match_sessions, bool):
         raise ValueError(f"match_sessions must be true or false, got {cfg.match_sessions!r}")
+    if cfg.publish_gate:
+        from .gate import load_gate
+
+        load_gate(cfg.publish_gate)
     plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
     kind = judge_kind(cfg.judge, "judge")
     if kind == "url":  # R4-10: a judge URL that does not answer is refused at the start
@@ -122,7 +132,7 @@ def serve_config_from_dict(d: dict) -> ServeConfig:
 
 #: settings a resumed run may change (they do not change what is trained)
 RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages",
-             "max_batch", "serving_format", "match_sessions")
+             "max_batch", "serving_format", "match_sessions", "keep_versions", "publish_gate")
 
 
 def max_body_bytes(cfg: ServeConfig) -> int:

@@ -127,14 +127,13 @@ class Engine:
         return self.batcher.version
 
     def answer(self, task: ServedTask, temperature: float, max_tokens: int, seed: int,
-               params: Optional[SamplingParams] = None) -> Served:
+               params: Optional[SamplingParams] = None, version: Optional[int] = None) -> Served:
         """``params.n`` responses from the serving copy (temperature 0: greedy), decoded together with the other
         requests under way (:class:`~claw_lib.serve.batcher.Batcher`), with their rollout log-probs (under the
         trainer's temperature). ``params`` None: ``temperature`` and ``max_tokens`` alone; ``seed``: the sampling
-        seed when ``params.seed`` is None. Every choice is written by one version. Returns choice 0 with the
+        seed when ``params.seed`` is None; ``version``: a kept published version to answer with (None: the live
+        one; :mod:`claw_lib.serve.versions`). Every choice is written by one version. Returns choice 0 with the
         others in :attr:`Served.alternatives`."""
-        from .sequence import Sequence
-
         tok = self.tokenizer
         params = params or SamplingParams(temperature=temperature, max_tokens=max_tokens)
         prompt_ids = encode(tok, task.prompt)
@@ -142,13 +141,32 @@ class Engine:
             raise PromptTooLongError(f"the conversation is {len(prompt_ids)} tokens and max_tokens "
                                      f"{params.max_tokens}; the model reads at most {self.positions} positions")
         base = seed if params.seed is None else params.seed
-        seqs = [Sequence(prompt_ids, params, self.stops, self._decode, TokenTexts(tok), _generator(base, i, params),
-                         index=i, sink=params.sink) for i in range(params.n)]
-        self.batcher.submit(seqs)
+        seqs = self._submit(prompt_ids, params, base, version)
         served = [Served(s.version, task.prompt, prompt_ids, s.ids, s.text, s.logprobs, s.tokens,
                          s.finish_reason == "stop", s.finish_reason, s.top) for s in seqs]
         served[0].alternatives = served[1:]
         return served[0]
+
+    def _submit(self, prompt_ids: List[int], params: SamplingParams, seed: int, version: Optional[int]):
+        """Decode the request's ``params.n`` sequences with the live batch, or (``version`` older than the live one)
+        from the archive of published versions; returns them once done."""
+        from .sequence import Sequence
+
+        def sequences():
+            return [Sequence(prompt_ids, params, self.stops, self._decode, TokenTexts(self.tokenizer),
+                             _generator(seed, i, params), index=i, sink=params.sink) for i in range(params.n)]
+
+        if version is None or version == self.version:
+            seqs = sequences()
+            self.batcher.submit(seqs)
+            if version is None or seqs[0].version == version:
+                return seqs  # else: a swap slipped in before admission; the named version decodes below
+        with self.versions.archive().holding(version, self.versions.state(version)) as batcher:
+            seqs = sequences()
+            batcher.submit(seqs)
+        return seqs
+
+    versions = None  # the run's published versions (serve.versions.Versions), set by the live system
 
     def _decode(self, ids: List[int]) -> str:
         from ..rl.ppo import decode_response

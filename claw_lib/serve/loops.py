@@ -9,8 +9,10 @@ Both reuse the kit's stages (:mod:`claw_lib.rl.ppo`) on samples that arrive one 
 * the **trainer** waits for ``batch_size`` scored samples, packs them into one rollout, recomputes their
   log-probs under the trainer's weights (pi_old of the update), weights each token by the truncated importance
   ratio min(exp(log pi_old - log pi_serve), C) (the serving weights lag behind: slime's TIS), and runs stages 3
-  and 4 (:func:`~claw_lib.rl.ppo.compute_advantages`, :func:`~claw_lib.rl.ppo.ppo_update`); then checkpoint,
-  swap the weights into the server as version v+1, record.
+  and 4 (:func:`~claw_lib.rl.ppo.compute_advantages`, :func:`~claw_lib.rl.ppo.ppo_update`); then (with PEFT
+  adapters) the adapter folder, checkpoint, swap the weights into the server as version v+1, record. An adapter
+  that did not move, or a candidate the publish gate scores worse, is not published: the version stays
+  (:mod:`claw_lib.serve.versions`).
 
 A diverged update (NaN weights) stops training, not serving: the server keeps the last good version and its
 status says why.
@@ -210,13 +212,16 @@ class TrainerLoop(_Loop):
         ro, sig, adv, extra = self.prepare(turns)
         stats = ppo.ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
         check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
-        new = version + 1
+        skipped, checks = s.versions.decide(version)  # an adapter that did not move, a gate that failed: not published
+        new = version if skipped else version + 1
         stale = [version - t.policy_version for t in turns]
         row = {"version": new, "samples": len(turns), "staleness_mean": float(np.mean(stale)),
                "staleness_max": int(max(stale)), "judge/score_mean": float(np.mean([t.score or 0 for t in turns])),
-               **extra, **adv.metrics, **stats, "timing/update_s": time.time() - t0}
-        commit_update(s, self.optimizer, keys, new, row)
-        s.event("trained", t0, time.time(), session_id=None, turn=None, version=new, samples=len(keys))
+               **extra, **adv.metrics, **stats, **checks, "publish/published": float(not skipped),
+               "timing/update_s": time.time() - t0}
+        commit_update(s, self.optimizer, keys, new, row, skipped)
+        s.event("trained", t0, time.time(), session_id=None, turn=None, version=new, samples=len(keys),
+                **({"skipped": skipped} if skipped else {}))
 
     def prepare(self, turns: List[Turn]):
         """The rollout, the stored signals, and the advantages weighted by the truncated importance ratio."""

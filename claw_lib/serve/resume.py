@@ -7,9 +7,13 @@ The commit points, in the order they happen:
   again on a restart, so it cannot be lost (``next_states.jsonl`` is its readable log, repaired on restart);
 * a judged sample exists once its line is in ``samples.jsonl`` (``prm.jsonl`` / ``opd.jsonl`` are written from
   it next, and repaired on restart);
+* with PEFT adapters, a version's adapter folder ``adapters/v{N}`` is written (whole, then renamed) before the
+  checkpoint that names it; a restart removes the folder of a version its checkpoint never reached
+  (:mod:`claw_lib.serve.versions`);
 * an update exists once ``checkpoint.pt`` holds it (written whole, then renamed): the trained tensors, the
-  optimizer, the version and the list of every update with its samples. Only then are the weights swapped
-  into the server and ``trained.jsonl`` appended (repaired on restart).
+  optimizer, the version and the list of every update with its samples (an update that was not published keeps
+  the version and says why, ``skipped``). Only then are the weights swapped into the server and ``trained.jsonl``
+  appended (repaired on restart).
 
 So a restart serves the checkpoint's version, trains every scored sample no update holds, judges every turn
 with a next state and no sample, and trains no sample twice. Side turns are not recorded.
@@ -20,7 +24,7 @@ import dataclasses
 import io
 import json
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 
@@ -31,11 +35,13 @@ from .config import differing, serve_config_dict, serve_config_from_dict
 from .engine import load_trainer_state, trainable_tensors
 from .records import RECORD_FILES
 from .sessions import Turn, turn_key
+from .versions import ADAPTERS_DIR
 
 __all__ = ["prepare_folder", "commit_update", "apply_sample", "upstream_records", "SERVE_FILES"]
 
 #: every file the server writes into its run folder (its marker lists them)
-SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.jsonl", "metrics.csv", TB_DIR)
+SERVE_FILES = tuple(RECORD_FILES) + ("checkpoint.pt", "config.json", "metrics.jsonl", "metrics.csv", TB_DIR,
+                                     ADAPTERS_DIR)
 
 
 def prepare_folder(s, force: bool) -> None:
@@ -130,14 +136,14 @@ def _replay_samples(s, samples: List[dict]) -> None:
 
 
 def _repair_updates(s, logged: List[dict]) -> None:
-    have = {int(r["version"]) for r in logged}
+    have = {json.dumps(r, sort_keys=True) for r in logged}  # a skipped update repeats its version
     trained = set()
     for u in s.updates:
         trained.update(u["samples"])
         for k in u["samples"]:
             if k in s.turns:
                 s.turns[k].status, s.turns[k].trained_version = "trained", int(u["version"])
-        if int(u["version"]) not in have:  # killed between the checkpoint and its line
+        if json.dumps(u, sort_keys=True) not in have:  # killed between the checkpoint and its line
             s.log("trained.jsonl", u)
     s.buffer = [k for k in s.buffer if k not in trained]
     s.counts["samples_trained"] = len(trained)
@@ -166,11 +172,17 @@ def apply_sample(system, t: Turn, rec: dict) -> None:
         system.buffer.append(t.key)
 
 
-def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> None:
-    """After an update: the checkpoint (the commit point), the swap into the server, the records."""
+def commit_update(s, optimizer, keys: List[str], version: int, row: dict, skipped: Optional[str] = None) -> None:
+    """After an update: the published adapter (``adapters/v{N}``, with PEFT adapters), the checkpoint (the commit
+    point), the swap into the server, the records. ``skipped``: why the update is not published (its samples count
+    as trained, the version stays, nothing is swapped)."""
     now = time.time()
-    update = {"version": version, "samples": list(keys), "time": now}
+    update = {"version": version, "samples": list(keys), "time": now, **({"skipped": skipped} if skipped else {})}
     row = {**row, "time_s": round(now - s.t0, 4)}
+    if s.versions.enabled and not skipped:  # before the checkpoint: every version a checkpoint names has its folder
+        s.versions.write(version, {"update": len(s.updates), "samples": len(keys),
+                                   "samples_total": s.counts["samples_trained"] + len(keys),
+                                   **{k: v for k, v in row.items() if k.startswith(("publish/", "gate/"))}})
     if s.folder is not None:
         ck = {"model": trainable_tensors(s.engine), "opt": optimizer.state_dict(), "version": version,
               "updates": s.updates + [update], "metrics": s.metrics + [row]}
@@ -178,7 +190,8 @@ def commit_update(s, optimizer, keys: List[str], version: int, row: dict) -> Non
         torch.save(ck, buf)
         with atomic_write(s.folder.path / "checkpoint.pt", "wb") as f:
             f.write(buf.getbuffer())
-    row["timing/swap_s"] = s.engine.publish(version)
+    row["timing/swap_s"] = 0.0 if skipped else s.engine.publish(version)
+    s.versions.prune()
     s.log("trained.jsonl", update)
     if s.folder is not None:  # the files first: a status that shows the update finds its metrics written
         write_metrics(s.folder.path, s.metrics + [row])

@@ -15,6 +15,7 @@ from .app import ApiError, completion, parse_chat, STATIC
 from .config import max_body_bytes
 from .records import RecordWriteError
 from .streaming import stream_answer
+from .versions import UnknownVersionError
 
 __all__ = ["create_app", "add_routes"]
 
@@ -127,6 +128,8 @@ def add_routes(system, host: str = "127.0.0.1"):
                 raise ApiError(409, str(e), "session_finished")
             except PromptTooLongError as e:
                 raise ApiError(413, str(e), "prompt_too_long")
+            except UnknownVersionError as e:  # expired while the request waited
+                raise ApiError(404, str(e), "model_not_found")
             except RecordWriteError as e:  # nothing was recorded, nothing is answered (R4-27)
                 raise ApiError(507, f"the turn was not recorded, so it is not answered: {e.strerror}",
                                "insufficient_storage")
@@ -144,15 +147,17 @@ def _claw_routes(app, system) -> None:
     """The models list, the kit's status / sessions / events / metrics, and the page."""
 
     @app.get("/v1/models")
-    async def models():
-        return {"object": "list", "data": [_model_object(system)]}
+    async def models():  # the served model, then its kept published versions (serve.versions)
+        return {"object": "list", "data": [_model_object(system)] + system.versions.model_objects(system.model_id)}
 
     @app.get("/v1/models/{model_id:path}")
     async def model(model_id: str):
-        if model_id != system.model_id:
-            raise ApiError(404, f"model {model_id!r} is not served here; this server serves {system.model_id!r}",
+        found = [m for m in (await models())["data"] if m["id"] == model_id]
+        if not found:
+            served = ", ".join(repr(m["id"]) for m in (await models())["data"])
+            raise ApiError(404, f"model {model_id!r} is not served here; this server serves {served}",
                            "model_not_found")
-        return _model_object(system)
+        return found[0]
 
     @app.get("/v1/claw/status")
     async def status():

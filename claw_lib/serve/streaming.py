@@ -16,7 +16,7 @@ import json
 import time
 import uuid
 
-from .app import claw_field, logprob_entry, usage
+from .app import claw_field, logprob_entry, model_field, usage
 
 __all__ = ["stream_answer"]
 
@@ -39,7 +39,7 @@ async def stream_answer(system, req, serve):
 
 async def _events(system, req, queue, pending, task):
     base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": system.model_id}
+            "model": model_field(system, req)}
     tok = system.engine.tokenizer
 
     def chunk(choices, **extra):

@@ -48,6 +48,7 @@ class ChatTurn:
     max_tokens: int
     params: Optional[object] = None  # serve.sampling.SamplingParams: every sampling setting; None: the two above
     no_session: bool = False  # main-looking without a session id (serve.matching): counted, and matched when asked
+    version: Optional[int] = None  # a kept published version named in the request's model field (None: the live one)
 
 
 class LiveSystem:
@@ -84,6 +85,11 @@ class LiveSystem:
                      for name in RECORD_FILES} if self.folder else {}
         if self.folder is not None:
             prepare_folder(self, force)
+        from .versions import Versions  # the published adapters (OUT/adapters/v{N}) and their names
+
+        self.versions = self.engine.versions = Versions(self.engine, self.folder.path if self.folder else None,
+                                                        cfg.keep_versions, self.ppo, cfg.publish_gate)
+        self.versions.start(self.engine.version)
 
     def _claim(self, out, force: bool):
         if out is None:
@@ -180,7 +186,7 @@ class LiveSystem:
         task = self.engine.task(req.messages)
         t0 = time.time()
         seed = self.ppo.seed * 100_003 + self.counts["turns_served"] + self.counts["side_turns_served"]
-        return task, t0, self.engine.answer(task, req.temperature, req.max_tokens, seed, req.params)
+        return task, t0, self.engine.answer(task, req.temperature, req.max_tokens, seed, req.params, req.version)
 
     def recorded_answer(self, req: ChatTurn):
         """(Served, turn index) of the session's last recorded turn when ``req`` repeats its messages while that
@@ -238,7 +244,8 @@ class LiveSystem:
                     "training": training, "stopped_reason": self.stopped_reason, "strategy": self.ppo.strategy,
                     "model": self.model_id, "sessions_open": self.book.open_count(), "batch_size": self.ppo.batch_size,
                     "match_sessions": self.cfg.match_sessions,
-                    "metrics": dict(self.metrics[-1]) if self.metrics else {}, "uptime_s": round(time.time() - self.t0, 3)}
+                    "metrics": dict(self.metrics[-1]) if self.metrics else {}, "uptime_s": round(time.time() - self.t0, 3),
+                    **self.versions.status(self.updates)}
 
     def session_view(self, session_id: str) -> Optional[dict]:
         """``GET /v1/claw/sessions/{id}`` (API.md); None for an unknown session."""

@@ -1,0 +1,74 @@
+"""The publish gate of the live server (``claw serve --publish-gate FILE``): a small probe set scored before a
+candidate version is published; a candidate that scores worse than the live version is not published.
+
+The file is JSONL, one probe a line: ``{"prompt": "What is the capital of France?", "expected": "Paris"}`` (or
+``"messages": [{"role": "user", "content": ...}, ...]`` instead of ``prompt``). Each probe's prompt is built as a
+served request's is (:meth:`~claw_lib.serve.engine.Engine.task`) and answered greedily with at most the run's
+``max_new_tokens``; the score is the share of probes whose answer contains ``expected`` (case-folded), in [0, 1].
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List
+
+import torch
+
+__all__ = ["load_gate", "gate_score", "contains"]
+
+
+def load_gate(path) -> List[dict]:
+    """The probes of a gate file as ``{"messages", "expected"}`` dicts; ValueError (one line naming the file and
+    line) for a missing file, a line that is not a JSON object with a prompt (or messages) and an expected text,
+    or a file without probes."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"publish_gate {str(path)!r} cannot be read ({type(e).__name__})") from None
+    probes = []
+    for k, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        msgs = row.get("messages") if isinstance(row, dict) else None
+        if isinstance(row, dict) and isinstance(row.get("prompt"), str) and row["prompt"].strip():
+            msgs = [{"role": "user", "content": row["prompt"]}]
+        ok = isinstance(msgs, list) and msgs and all(isinstance(m, dict) and isinstance(m.get("content"), str)
+                                                     for m in msgs)
+        if not ok or not isinstance(row.get("expected"), str) or not row["expected"].strip():
+            raise ValueError(f"publish_gate {p}: line {k} must be a JSON object with \"prompt\" (or \"messages\") "
+                             "and a non-empty \"expected\" text")
+        probes.append({"messages": msgs, "expected": row["expected"]})
+    if not probes:
+        raise ValueError(f"publish_gate {p} holds no probes")
+    return probes
+
+
+def contains(answer: str, expected: str) -> bool:
+    """Whether ``expected`` is in ``answer``, both case-folded and stripped."""
+    return expected.strip().casefold() in answer.casefold()
+
+
+@torch.no_grad()
+def gate_score(engine, model, probes: List[dict], max_tokens: int) -> float:
+    """The share of ``probes`` that ``model`` (the engine's trainer, or a copy of it) answers with the expected text,
+    greedily, decoded together (:class:`~claw_lib.serve.batcher.Batcher`: the same decoding as a served request)."""
+    from ..models.lm import encode
+    from .batcher import Batcher
+    from .sampling import SamplingParams
+    from .sequence import Sequence, TokenTexts
+
+    params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+    was = model.training
+    model.eval()
+    try:
+        seqs = [Sequence(encode(engine.tokenizer, engine.task(p["messages"]).prompt), params, engine.stops,
+                         engine._decode, TokenTexts(engine.tokenizer), None) for p in probes]
+        Batcher(model, max_batch=len(seqs), lp_temperature=1.0, idle_s=0.05).submit(seqs)
+    finally:
+        model.train(was)
+    return sum(contains(s.text, p["expected"]) for s, p in zip(seqs, probes)) / len(probes)
