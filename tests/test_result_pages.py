@@ -33,6 +33,7 @@ GENERATED = {
     "results/real_model/learning.md": ("tools", "real_model_train", "LIMITS['learning']"),
     "results/real_model/learning_pilots.md": ("tools", "real_model_train", "LIMITS['learning_pilots']"),
     "results/real_model/learning_reference.md": ("tools", "real_model_train", "LIMITS['learning_reference']"),
+    "results/personal_agent/report.md": ("tools", "personal_agent", "LIMITS"),
 }
 
 
@@ -61,7 +62,8 @@ def test_corrections_are_dated_and_where_a_reading_changed():
 
 def test_every_page_is_known_to_a_generator():
     grids = {_rel(p.parent / "ablation.md") for p in (ROOT / "results").rglob("ablation.csv")}
-    by_hand_paragraph = {"results/serve/kill_sweep.md", "results/serve/bench_serve_batching.md"}
+    by_hand_paragraph = {"results/serve/kill_sweep.md", "results/serve/bench_serve_batching.md",
+                         "results/serve/bench_serve_batching_qwen05.md"}
     assert {_rel(p) for p in PAGES} == grids | set(GENERATED) | by_hand_paragraph
 
 

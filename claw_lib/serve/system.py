@@ -236,7 +236,10 @@ class LiveSystem:
             for t in self.turns.values():
                 by[t.status] = by.get(t.status, 0) + 1
             training = "stopped" if self.stopped_reason else ("running" if self.cfg.train else "off")
-            return {"policy_version": self.engine.version, **self.counts,
+            # the version of the last recorded update: the swap comes before the counts (serve.resume.commit_update),
+            # so the engine's own version could show an update whose samples are not yet counted as trained
+            version = self.updates[-1]["version"] if self.updates else self.engine.version
+            return {"policy_version": version, **self.counts,
                     "samples_pending": by.get("awaiting_next_state", 0) + by.get("judging", 0),
                     "samples_judging": by.get("judging", 0),
                     "samples_scored": by.get("scored", 0), "samples_excluded": by.get("excluded", 0),
