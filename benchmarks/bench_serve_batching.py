@@ -17,6 +17,7 @@ the lone request's p50 (concurrency 1 of the same server kind). Server kinds alt
 ``benchmarks/bench_serve.py`` is the other serving benchmark: latency with training on vs off.
 """
 import argparse
+import gc
 import json
 import os
 import platform
@@ -102,6 +103,8 @@ def run_kind(max_batch: int, fmt: str, a, threads: int) -> dict:
             out[c] = r
             print(f"{fmt}, max_batch {max_batch:>2}, {c:>2} sessions: {r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
                   f"{np.percentile(r['latency_s'], 50) * 1e3:.0f} ms", flush=True)
+    del srv
+    gc.collect()  # a 0.5B server's copies go before the next server loads its own (one run was killed for memory)
     return out
 
 
