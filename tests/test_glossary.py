@@ -165,3 +165,10 @@ def test_tracker_words_pattern():
 def test_no_tracker_words_in_notebooks(path):
     hits = TRACKER_WORDS.findall(_whole_notebook(path))
     assert not hits, (path.name, hits)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_no_tracker_words_in_docs(path):
+    """docs/serve.md said "the brief's construction", docs/real_model.md "(the issue)" (review-teaching-4 §1)."""
+    hits = TRACKER_WORDS.findall(path.read_text(encoding="utf-8"))
+    assert not hits, (path.name, hits)
