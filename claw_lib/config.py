@@ -230,7 +230,7 @@ class RewardConfig:
     aside) rejects the output word produced in its place, the next one (or the last one when the
     output stopped early). Off in the tutorials (the article's insertions attach to nothing); on in
     PPO (``PPOConfig.reward``), where a policy otherwise learns to stop early: "The capital."
-    matches every word it says (measured on the two-part questions, notebook 09)"""
+    matches every word it says (measured on the two-part questions, notebook 09b)"""
     evidence: bool = True
     """"absence is not contradiction" (docs/settings_history.md): a word gets a negative reward only with evidence
     that the correction contradicts it: an explicit negation, a number / code / name that differs
@@ -346,7 +346,7 @@ class OPDConfig:
 
     clip: Optional[float] = None
     """clip the OPD advantage to +-clip, in nats; None: no clip (the public snapshot has none; the kit's old 2.0 is
-    the grid setting "teacher-vague-clip2", notebook 09)"""
+    the grid setting "teacher-vague-clip2", notebook 09a)"""
     kappa: float = 1.0
     """scale of the OPD term (1 upstream; the cloud port's convention is 0.02)"""
     w_rl: float = 1.0
@@ -356,7 +356,7 @@ class OPDConfig:
     w_rl_negative: Optional[float] = None
     """weight of the Binary RL score on turns judged -1 (None: w_rl, as OpenClaw-RL). 0 keeps the +1
     broadcast on satisfied turns only: a -1 broadcast also pushes down the good tokens of a half-right
-    answer (notebook 09); a -1 turn without a hint then gives no sample"""
+    answer (notebook 09a, section 2); a -1 turn without a hint then gives no sample"""
     m: int = 1
     """judge votes per turn: an LLM judge samples m times (``opd.judge`` in training, the live server's ``--judge``;
     upstream's Binary RL script: 3); the toy world's rule judge is deterministic, so its m votes are one vote

@@ -1,6 +1,6 @@
 """The reproduction ledger (docs/reproduction.md) is what tools/ledger.py writes from the committed results; its
 verdict rule by hand; its numbers against a computation from the CSVs that does not use claw_lib.rl.ablation; the
-READMEs and notebook 09 link it."""
+READMEs and notebook 09a link it."""
 import csv
 import importlib.util
 import json
@@ -276,8 +276,8 @@ def test_readmes_link_the_ledger_at_the_top(readme):
     assert "docs/reproduction.md" in head and "2603.10165" in head
 
 
-def test_notebook_09_opens_with_the_ledger():
-    nb = json.loads((ROOT / "notebooks" / "09_ablations.ipynb").read_text(encoding="utf-8"))
+def test_notebook_09a_opens_with_the_ledger():
+    nb = json.loads((ROOT / "notebooks" / "09a_table3.ipynb").read_text(encoding="utf-8"))
     first = "".join(nb["cells"][0]["source"])
     assert "docs/reproduction.md" in first and "For the story, read this table and the Q/A lines" in first
     assert "想看结论，读这张表和每节的问答行" in first

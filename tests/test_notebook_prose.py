@@ -86,7 +86,7 @@ def test_notebook_00_lists_the_notebooks_with_a_grader():
     assert listed == graded, (sorted(listed), sorted(graded))
 
 
-#: v2's numbers as notebook 09 and the READMEs quote them: "Hybrid 10.3 < GRPO 14.1 < OPD-only 29.7" or "14.0 / 18.0 / 17.6"
+#: v2's numbers as notebooks 09a-09c and the READMEs quote them: "Hybrid 10.3 < GRPO 14.1 < OPD-only 29.7" or "14.0 / 18.0 / 17.6"
 V2_ORDER = re.compile(r"Hybrid (\d+\.\d) < GRPO (\d+\.\d) < (?:OPD-only|只用 OPD) (\d+\.\d)")
 V2_TRIPLE = re.compile(r"(?<![\d.])(\d+\.\d) / (\d+\.\d) / (\d+\.\d)(?![\d.])")
 
@@ -101,17 +101,47 @@ def test_v2_triples_are_found():
 
 
 def test_v2_numbers_quoted_are_rows_of_the_transcription():
-    """Every Hybrid / GRPO / OPD-only triple that notebook 09 and the READMEs quote is one row (or printed average) of
+    """Every Hybrid / GRPO / OPD-only triple that notebooks 09a-09c and the READMEs quote is one row (or printed average) of
     docs/openclaw_v2.md's transcription of v2's Table 3, in that order (review-teaching-3: a joint row was quoted for
     a separate run)."""
     root = NOTEBOOKS[0].parents[1]
     table = (root / "docs" / "openclaw_v2.md").read_text(encoding="utf-8").replace("†", "")
     rows = {tuple(c.strip() for c in line.split("|")[3:6]) for line in table.splitlines()
             if line.startswith("| joint |") or line.startswith("| separate |")}
-    nb09 = next(p for p in NOTEBOOKS if p.stem.startswith("09_"))
-    texts = {"09": "\n".join(c.source for c in nbformat.read(nb09, as_version=4).cells if c.cell_type == "markdown")}
+    texts = {p.stem: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "markdown")
+             for p in NOTEBOOKS if p.stem.startswith("09")}
+    assert "09c_v2_and_the_tool_task" in texts
     texts.update({name: (root / name).read_text(encoding="utf-8") for name in ("README.md", "README.zh-CN.md")})
     for name, text in texts.items():
         quoted = v2_triples(text)
         assert not quoted - rows, (name, sorted(quoted - rows))
     assert ("14.0", "18.0", "17.6") in rows and ("10.3", "14.1", "29.7") in rows
+
+
+#: the most English words of prose (markdown cells) a notebook may hold: about 18 minutes of reading at 225 words a
+#: minute (review-teaching-4 §4: notebook 09 had 8,164 and was split in three, notebook 12 in two)
+MAX_ENGLISH_WORDS = 4000
+
+
+def english_words(text: str) -> int:
+    """Runs of Latin letters, as the review counted them (code spans and numbers included in the text, letters only)."""
+    return len(re.findall(r"[A-Za-z]+", text))
+
+
+def test_english_words_are_counted():
+    assert english_words("The paper's Table 3 (`teacher-vague`) 论文的表 3") == 6   # The paper s Table teacher vague
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_notebook_is_a_wall_of_prose(path):
+    nb = nbformat.read(path, as_version=4)
+    n = english_words("\n".join(c.source for c in nb.cells if c.cell_type == "markdown"))
+    assert n <= MAX_ENGLISH_WORDS, f"{path.name}: {n} English words of prose (at most {MAX_ENGLISH_WORDS}: split it)"
+
+
+def test_each_notebook_has_one_title_that_names_it():
+    """A notebook opens with "# NN · title", NN its file's number: the split notebooks 09a-09c and 12a-12b each say
+    what they hold, not the title of the notebook they came from."""
+    for path in NOTEBOOKS:
+        first = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0]
+        assert first.startswith(f"# {path.stem.split('_')[0]} · "), (path.name, first)

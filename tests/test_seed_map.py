@@ -29,7 +29,7 @@ SEED_MAP = ROOT / "docs" / "seed_map.md"
 NOTEBOOKS = ROOT / "notebooks"
 
 # "nb 09", or "§6" / "§1–2" with an optional "(description)" right after it
-POINTER = re.compile(r"\bnb (\d\d[ab]?)\b|§(\d+[a-z]?)(?:[–-](\d+))?(?:\s*\(([^()]*)\))?")
+POINTER = re.compile(r"\bnb (\d\d[a-c]?)\b|§(\d+[a-z]?)(?:[–-](\d+))?(?:\s*\(([^()]*)\))?")
 # too common to tell sections apart ("user": every section of notebook 09 is about one)
 STOPWORDS = {"the", "and", "for", "with", "from", "its", "how", "what", "which", "does", "into", "that",
              "this", "are", "not", "one", "two", "three", "own", "user"}
@@ -84,7 +84,7 @@ POINTERS = pointers(SEED_MAP.read_text(encoding="utf-8"))
 def test_the_map_has_pointers():
     assert len(POINTERS) >= 40
     # the notebooks the map names by section
-    assert {nb for _, nb, _, _ in POINTERS} >= {"00", "01", "02", "05a", "06", "07", "09", "10"}
+    assert {nb for _, nb, _, _ in POINTERS} >= {"00", "01", "02", "05a", "06", "07", "09a", "09b", "09c", "10"}
 
 
 @pytest.mark.parametrize("lineno, nb, sec, desc", POINTERS,

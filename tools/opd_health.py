@@ -1,5 +1,5 @@
 """OPD's health on the teacher user and on the student user, step by step (why OPD lost its lead on the student:
-issue 26, notebook 09 section 11): the share of turns with a hint, the teacher-minus-student gap on the hinted
+issue 26, notebook 09b section 2): the share of turns with a hint, the teacher-minus-student gap on the hinted
 turns (mean per token, and each response's worst token), and the teacher's mass on the student's own tokens.
 
     .venv/bin/python tools/opd_health.py --out results/opd_health.json   # refuses to overwrite without --force

@@ -1,4 +1,4 @@
-"""The hinted teacher's signal on a real model, next to its controls (issue 36; docs/real_model.md, notebook 12).
+"""The hinted teacher's signal on a real model, next to its controls (issue 36; docs/real_model.md, notebook 12b).
 
 For each wrong answer (the real-world questions of :mod:`claw_lib.toy.real_tasks` answered with a wrong value, and a
 sample of the probe sets ``data/probe_long.jsonl`` and ``data/probe_v2.jsonl``, each with labelled wrong spans) the

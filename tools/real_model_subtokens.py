@@ -1,4 +1,4 @@
-"""A real model's sub-tokens, recorded for readers without the model (issue 36; notebook 12, docs/real_model.md).
+"""A real model's sub-tokens, recorded for readers without the model (issue 36; notebook 12b, docs/real_model.md).
 
 Loads only the tokenizer (about a second) and writes results/real_model/subtokens.json: the byte-level BPE pieces of
 a wrong answer in Chinese and in English with each id's character span (:func:`claw_lib.text.tokens.subtoken_spans`),

@@ -1,5 +1,5 @@
 """Short training runs of a real model on this CPU, one after another, and their reading (issue 36;
-docs/real_model.md, notebook 12).
+docs/real_model.md, notebook 12b).
 
 Each run is ``claw train`` in its own process (``--task real``, per-model defaults: LoRA 16), one thread, no
 checkpoint, its folder under results/real_model/runs/NAME (metrics.jsonl, eval.jsonl with the greedy answers,

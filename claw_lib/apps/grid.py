@@ -1,4 +1,4 @@
-"""The ablation grid runner (``claw reproduce``; notebook 09): every strategy x setting x seed of a grid
+"""The ablation grid runner (``claw reproduce``; notebooks 09a-09c): every strategy x setting x seed of a grid
 (:data:`claw_lib.rl.grids.GRIDS`) trained on the kit's loop or the TRL engine, and the grid's files.
 
 It sits in ``apps/`` because a grid may start the TRL engine (:mod:`claw_lib.integrations`), which lies above

@@ -1,6 +1,6 @@
 """LoRA adapters on real models through PEFT, the library users know (docs/real_model.md).
 
-The kit's own :mod:`claw_lib.models.lora` is the teaching version (the formula in 20 lines, notebook 12); a run on
+The kit's own :mod:`claw_lib.models.lora` is the teaching version (the formula in 20 lines, notebook 12b); a run on
 a real model gets its adapters from PEFT, so that what it trains can be taken elsewhere:
 ``PeftModel.from_pretrained(base, RUN/adapter)``, TRL (``peft_config``), a vLLM server's adapter-loading endpoint.
 The maths is the same (tests/models/test_peft_lora.py: the same A, B, alpha and r give the same logits)::

@@ -1,5 +1,5 @@
 """The ablation's results: a grid's table next to the paper's, paired comparisons, the speed measure and
-learning curves with error bands (notebook 09). The settings and grids are in :mod:`claw_lib.rl.grids`; the runner
+learning curves with error bands (notebooks 09a-09c; :mod:`claw_lib.rl.ablation_view` prints their tables). The settings and grids are in :mod:`claw_lib.rl.grids`; the runner
 that trains a grid (``claw reproduce``, which may start the TRL engine) is :func:`claw_lib.apps.grid.reproduce`."""
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def until_stable(row: Dict) -> int:
     the run's length ``row["steps"]``, so a lower bound for it (the live system counts sessions the same way:
     :func:`claw_lib.serve.simulate.counted_sessions`). Always read next to the share of seeds that got there:
     a mean over only those seeds favours the method that rarely gets there (its few lucky seeds), and reversed two
-    orderings notebook 09 once displayed.
+    orderings notebooks 09a and 09c once displayed.
 
     >>> until_stable({"steps_to_stable": 6, "steps": 16}), until_stable({"steps_to_stable": None, "steps": 16})
     (6, 16)

@@ -1,4 +1,4 @@
-"""The ablation's settings and grids, and the paper's numbers they are read against (notebook 09).
+"""The ablation's settings and grids, and the paper's numbers they are read against (notebooks 09a-09c).
 
 A :class:`Setting` is a named set of :class:`~claw_lib.config.PPOConfig` overrides (who asks what,
 and how the strategies are configured there) plus the strategies that run in it; a grid names the
@@ -59,7 +59,7 @@ def _setting(user: str, strategies: Optional[Tuple[str, ...]] = None, **changes)
 #: part, and a sentence-level reward punishes the right part with the wrong one. "teacher-vague" and
 #: "student-vague": half of the user's complaints say nothing specific (-1 for Binary RL, no hint for
 #: OPD), as the paper's users, whose hints are sparse. "...-rl-pos": Combined with the Binary RL term
-#: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09.
+#: on satisfied (+1) turns only (``w_rl_negative=0``), the component ablation of notebook 09a.
 #: "teacher-sparse": nine complaints in ten vague (the step-8 grid).
 #: "tool-chain" / "tool-chain-prm": episodes of 2-4 lookups with one outcome (:mod:`claw_lib.toy.chains`), each step
 #: rewarded with the outcome alone or with the outcome plus the judge's vote on its next state (the process reward).

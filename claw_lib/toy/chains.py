@@ -1,4 +1,4 @@
-"""A multi-step tool task: several lookups for one report, one outcome (notebook 09, section 15).
+"""A multi-step tool task: several lookups for one report, one outcome (notebook 09c section 1).
 
 OpenClaw-RL's long-horizon tracks (tool calls, terminal, GUI, SWE) give a trajectory of several actions one
 outcome reward, and add a **process reward**: a judge (the PRM) votes on each action's next state, and the step's
@@ -15,7 +15,7 @@ reward is its vote plus the outcome (upstream ``toolcall-rl/generate_with_retool
   (:func:`chain_rewards`). Both go into the clipped surrogate as Binary RL's broadcast (``strategy="binary_rl"``).
 
 What is scaled down, and says so: the tiny GPT was pre-trained on single calls, not on transcripts (with earlier
-calls and outputs in its prompt it copies pieces of them: notebook 09 shows it), so each step's prompt holds its own
+calls and outputs in its prompt it copies pieces of them: notebook 09c shows it), so each step's prompt holds its own
 question only. The steps depend on each other through the outcome (a report is right only if every lookup is), not
 through the context; the steps of all episodes are sampled in one batch. Upstream also z-scores R_j per (task, step)
 over 8 rollouts of a task; the kit samples one rollout per task and uses R_j as it is.

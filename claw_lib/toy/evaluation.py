@@ -59,7 +59,7 @@ def hinted_teacher_score(model, tok, env, n: int = 40) -> Dict:
     in the teacher context ("teacher", over the ``n_hinted`` turns whose reply held a hint).
 
     OPD and distillation pull the student towards this teacher, so "teacher" bounds what they can
-    reach (notebook 09). The user's RNG is left as it was.
+    reach (notebook 09b). The user's RNG is left as it was.
     """
     tasks = env.sample(n)
     gens, fbs = greedy_feedback(model, tok, env, tasks)
