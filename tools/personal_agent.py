@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -191,6 +192,7 @@ def run(a) -> int:
     progress = folder / "progress.json"
     spent = json.loads(progress.read_text())["cpu_s"] if progress.is_file() else 0.0
     proc, url = start_server(a, folder)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below: CPU time kept
     try:
         drive_stream(a, url, folder)
         status = wait_trained(url, a.wait_s)
@@ -232,8 +234,10 @@ def run_record(folder: Path) -> dict:
     rows = [r for k, r in enumerate(rows) if r["session"] == k]  # the stream's unbroken start only
     progress = folder / "progress.json"
     cpu = json.loads(progress.read_text())["cpu_s"] / 60 if progress.is_file() else None
+    config = folder / "server" / "config.json"
+    model = json.loads(config.read_text(encoding="utf-8"))["serve"]["ppo"]["model"] if config.is_file() else None
     return {"persona": persona, "lang": lang, "arm": folder.parent.name, "seed": int(folder.name[4:]),
-            "model": None, "sessions": len(rows), "partial": True,
+            "model": model, "sessions": len(rows), "partial": True,
             "sessions_to_adaptation": sessions_until_stable([r["first_accepted"] for r in rows]),
             "first_accepted": [r["first_accepted"] for r in rows], "heldout_n": 0,
             "cpu_minutes": None if cpu is None else round(cpu, 1)}
@@ -278,7 +282,7 @@ def summary(a) -> int:
             "ceiling": ceiling_of(ceil) if ceil is not None and ceil.is_file() else None,
             "arms": {arm: arm_summary(rs) for arm, rs in arms.items()}}
     with atomic_write(out, replace=a.force) as f:
-        json.dump({"model": Path(model).name if model else None, "personas": personas}, f, indent=1)
+        json.dump({"model": a.model_name or (Path(model).name if model else None), "personas": personas}, f, indent=1)
     print(f"summary: {out} ({sum(len(p['arms']) for p in personas.values())} arms)")
     return 0
 
@@ -366,6 +370,7 @@ def report(a) -> int:
     out = check_out_file(a.out, a.force)
     data = json.loads(Path(a.summary).read_text(encoding="utf-8"))
     fig = out.with_name("curves.png")
+    out.parent.mkdir(parents=True, exist_ok=True)
     figure(Path(a.runs), fig)
     text = ["# The personal agent on a real model: ceiling and live runs", "",
             f"Model: {data['model']}. Written by `tools/personal_agent.py report` from `{Path(a.summary).name}`, the "
@@ -411,6 +416,7 @@ def parse(argv=None):
     s.add_argument("--runs", default="runs/personal_agent")
     s.add_argument("--ceiling", default=None, help="the folder of the ceiling files (PERSONA_LANG.json)")
     s.add_argument("--out", required=True)
+    s.add_argument("--model-name", default=None, help="the model's name in the summary (default: its folder's)")
     s.add_argument("--force", action="store_true", help="replace --out")
     rp = sub.add_parser("report", help="report.md and curves.png from summary.json, the ceiling and the runs")
     rp.add_argument("--summary", required=True)
