@@ -223,11 +223,26 @@ def ceiling_of(path: Path) -> dict:
     return {**out, "split": res["split"], "serving_format": res.get("serving_format", "full")}
 
 
+def update_metrics(folder: Path) -> dict:
+    """The server's updates (``server/metrics.csv``): how many, each one's seconds, and per update the mean gap
+    |log pi_serving - log pi_trainer| per token (nats) and the mean importance ratio (upstream's
+    ``train_rollout_logprob_abs_diff``; 1 and 0 when serving and training compute the same function)."""
+    import csv
+
+    path = folder / "server" / "metrics.csv"
+    rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.is_file() else []
+    col = lambda k: [round(float(r[k]), 4) for r in rows if r.get(k) not in (None, "")]  # noqa: E731
+    return {"updates": len(rows), "update_s": col("timing/update_s"),
+            "tis_abs_diff": col("tis/rollout_logprob_abs_diff"), "tis_ratio_mean": col("tis/ratio_mean")}
+
+
 def run_record(folder: Path) -> dict:
     """A run's numbers: its ``done.json``, or for a run that has not finished (cut by a session's end) what its
-    sessions so far say, marked ``"partial": true`` (held-out numbers only from problems already asked)."""
+    sessions so far say, marked ``"partial": true`` (held-out numbers only from problems already asked); with the
+    server's updates (:func:`update_metrics`)."""
     if (folder / "done.json").is_file():
-        return {**json.loads((folder / "done.json").read_text(encoding="utf-8")), "partial": False}
+        return {**json.loads((folder / "done.json").read_text(encoding="utf-8")), "partial": False,
+                **update_metrics(folder)}
     persona, lang = folder.parent.parent.name.rsplit("_", 1)
     rows = [json.loads(x) for x in (folder / "sessions.jsonl").read_text(encoding="utf-8").splitlines() if x]
     rows.sort(key=lambda r: r["session"])
@@ -240,7 +255,7 @@ def run_record(folder: Path) -> dict:
             "model": model, "sessions": len(rows), "partial": True,
             "sessions_to_adaptation": sessions_until_stable([r["first_accepted"] for r in rows]),
             "first_accepted": [r["first_accepted"] for r in rows], "heldout_n": 0,
-            "cpu_minutes": None if cpu is None else round(cpu, 1)}
+            "cpu_minutes": None if cpu is None else round(cpu, 1), **update_metrics(folder)}
 
 
 def arm_summary(runs: list) -> dict:
@@ -262,7 +277,8 @@ def arm_summary(runs: list) -> dict:
             "first_accepted": [sum(r["first_accepted"]) for r in runs], "partial": [r["partial"] for r in runs],
             "heldout_n": [r["heldout_n"] for r in runs], "heldout_style": style, "heldout_style_se": style_se,
             "heldout_correct": correct, "heldout_correct_se": correct_se,
-            "cpu_minutes": [r["cpu_minutes"] for r in runs]}
+            "cpu_minutes": [r["cpu_minutes"] for r in runs],
+            **{k: [r[k] for r in runs] for k in ("updates", "update_s", "tis_abs_diff", "tis_ratio_mean")}}
 
 
 def summary(a) -> int:
@@ -318,7 +334,8 @@ def landing_lines(folder: Path) -> list:
 def runs_table(summary_data: dict) -> list:
     """Markdown lines: per persona and arm, the live runs' numbers."""
     lines = ["| persona | arm | seeds | sessions | first replies accepted | sessions to adaptation | held-out style "
-             "(s.e.) | held-out correct (s.e.) | CPU min |", "|---|---|---|---|---|---|---|---|---|"]
+             "(s.e.) | held-out correct (s.e.) | CPU min | updates (minutes each) | serving vs trainer log-prob gap, "
+             "nats |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for persona, p in summary_data["personas"].items():
         for arm, r in p["arms"].items():
             adapt = ", ".join(("not yet" if part else "never") if x is None else str(x)
@@ -326,7 +343,10 @@ def runs_table(summary_data: dict) -> list:
             sessions = ", ".join(f"{n}{' (cut)' if part else ''}" for n, part in zip(r["sessions"], r["partial"]))
             lines.append(f"| {persona} | {arm} | {len(r['seeds'])} | {sessions} | {r['first_accepted']} | "
                          f"{adapt} | {r['heldout_style']} ({r['heldout_style_se']}) | {r['heldout_correct']} "
-                         f"({r['heldout_correct_se']}) | {r['cpu_minutes']} |")
+                         f"({r['heldout_correct_se']}) | {r['cpu_minutes']} | "
+                         + "; ".join(f"{n} ({', '.join(f'{x / 60:.1f}' for x in u)})"
+                                     for n, u in zip(r["updates"], r["update_s"]))
+                         + f" | {r['tis_abs_diff']} |")
     return lines
 
 
