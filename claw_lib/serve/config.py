@@ -13,7 +13,6 @@ from typing import Optional
 
 from ..config import PPOConfig, flatten, from_dict, judge_kind, validate
 from ..rl.strategies import JUDGED_STRATEGIES, plan
-from ..signals.endpoint import open_endpoint
 
 __all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "SERVING_FORMATS", "check_serve_config", "default_ppo",
            "max_body_bytes"]
@@ -95,10 +94,8 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
     plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
-    kind = judge_kind(cfg.judge, "judge")
-    if kind == "url":  # R4-10: a judge URL that does not answer is refused at the start
-        open_endpoint(cfg.judge, cfg.judge_model, what="judge")
-    if cfg.judge_model and kind != "url":  # R4-16
+    # a judge URL that does not answer is refused when the system builds its judge, at the start (R4-10)
+    if cfg.judge_model and judge_kind(cfg.judge, "judge") != "url":  # R4-16
         raise ValueError(f"judge_model names the model of a URL judge (--judge http://...); the judge here is "
                          f"{cfg.judge!r}, which does not read it")
     validate(cfg.ppo)

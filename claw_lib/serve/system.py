@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..signals.judges import make_judge
 from .config import ServeConfig, check_serve_config
 from .records import RECORD_FILES, JsonlLog
 from .resume import SERVE_FILES, prepare_folder  # the run folder: its files, its claim and resume
@@ -54,7 +55,10 @@ class LiveSystem:
     def __init__(self, cfg: ServeConfig, out=None, force: bool = False):
         from .engine import Engine
 
-        self.cfg = check_serve_config(cfg)
+        self.cfg = c = check_serve_config(cfg)
+        # the one judge factory, once: a URL judge's endpoint is asked for /v1/models here, before any folder is
+        # claimed or model loaded (R4-10); the judge loop takes this judge
+        self.judge = make_judge(c.judge, c.judge_model, c.ppo.opd.m, c.ppo.device, c.ppo.seed)
         self._exit = contextlib.ExitStack()
         self.folder = self._claim(out, force)
         self.t0 = time.time()

@@ -4,6 +4,8 @@ import time
 import httpx
 import openai
 
+from claw_lib.apps.cli import build_parser
+from claw_lib.apps.serve_cli import serve_config
 from claw_lib.config import PPOConfig
 from claw_lib.serve import LiveServer, ServeConfig
 from tests.scripted_judge import ScriptedJudge
@@ -96,3 +98,23 @@ def test_the_answer_to_a_reply_gives_no_sample_when_the_next_message_is_a_questi
         assert reply_answer["next_state"] == "德国的首都是哪里？" and reply_answer["hint"] is None
         assert reply_answer["score"] == 0 and reply_answer["status"] == "excluded"
         assert last["status"] == "no_sample"
+
+
+def test_claw_serve_asks_the_judge_url_for_its_models_once():
+    """``claw serve --judge URL`` (the command's two steps: the checked settings, then the server) asks the endpoint
+    for ``/v1/models`` once, when the system builds its judge (issue 44; it asked three times: the command's check,
+    the system's check and the judge loop's judge), and the judge loop judges with that judge."""
+    endpoint = ScriptedJudge(reply=_scripted_reply)
+    with endpoint as url:
+        a = build_parser().parse_args(["serve", "--judge", url, "--no-train", "--batch-size", "2", "--threads", "1",
+                                       "--max-new-tokens", "12", "--port", "0"])
+        with LiveServer(serve_config(a), port=0) as srv:
+            c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+            c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "once"})
+            c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
+                                                                  {"role": "user", "content": "不对，是安卡拉。"}],
+                                      extra_headers={"X-Session-Id": "once", "X-Session-Done": "true"})
+            assert srv.wait_idle(60)
+            assert srv.system.turns["once#0"].status == "scored"
+    assert endpoint.models_asked == 1
+    assert {r["model"] for r in endpoint.requests} == {"scripted-judge"}  # the first model the endpoint lists
