@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..utils import MARKER, atomic_write
 from .grids import ORDERING, PAPER, PAPER_SETTINGS, STRATEGIES
 from .strategies import JUDGED_STRATEGIES
 
@@ -168,8 +169,6 @@ def report_text(rows: List[Dict]) -> str:
 def _kit_report(folder: Path) -> bool:
     """Whether ``folder/ablation.md`` is the kit's own report (or absent): listed by the folder's claw marker, or,
     in a grid written before markers existed (no marker), a file that starts with the kit's table header."""
-    from ..utils import MARKER
-
     f = folder / "ablation.md"
     if not f.exists() and not f.is_symlink():
         return True
@@ -194,8 +193,6 @@ def rewrite_report(folder) -> str:
     change of the report's columns); returns the text. Only the kit's own report is replaced (TL04): a folder
     whose ablation.md the kit did not write (:func:`_kit_report`) is refused (ValueError, one line), checked
     again at the write; a malformed table is one line too (TL05, TL06)."""
-    from ..utils import atomic_write
-
     folder = Path(folder)
     _refuse_foreign_report(folder)
     text = report_text(load_results(folder)[0])
@@ -325,11 +322,11 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
     """Mean eval score over seeds with a +-1 std band, one line per strategy. With ``path`` and no ``ax`` the
     figure is drawn on a bare ``Figure`` and saved (no pyplot: the caller's backend and figures are untouched)."""
     if ax is None and path is not None:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # lazy: matplotlib (seconds to import) loads only for a figure
 
         ax = Figure(figsize=(7, 4)).add_subplot()
     elif ax is None:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: as above
 
         _, ax = plt.subplots(figsize=(7, 4))
     for strat in strategies:
@@ -346,8 +343,6 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
     ax.set_title(f"user: {user}"); ax.legend(fontsize=7, ncol=2)
     ax.figure.tight_layout()
     if path is not None:  # whole or not at all, by the output rule of every writer (utils.atomic_write)
-        from ..utils import atomic_write
-
         with atomic_write(path, "wb") as f:
             ax.figure.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=100)
     return ax

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Optional
 
+from ..prompts import message_text
 from .sampling import ParamError, sampling_params
 from .system import ChatTurn, LiveSystem
 
@@ -63,8 +64,6 @@ def check_strings(body) -> None:
 def _content(c, k: int) -> str:
     """A message's content as text; 400 for a part that is not ``{"type": ..., ...}`` or a text part whose text is
     not a string (R4-02, R4-12). Parts of other types (images, audio) are dropped, as API.md says."""
-    from ..prompts import message_text
-
     if c is not None and not isinstance(c, (str, list)):
         raise ApiError(400, f"messages[{k}].content must be a string or a list of parts", "bad_content")
     for i, part in enumerate(c if isinstance(c, list) else []):

@@ -81,6 +81,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         raise ValueError(f"context must be one of {CONTEXTS}, got {cfg.context!r}")
     if cfg.serving_format not in SERVING_FORMATS:
         raise ValueError(f"serving_format must be one of {SERVING_FORMATS}, got {cfg.serving_format!r}")
+    # lazy: serve.serving_copy imports torch (claw --help reads this module)
     from .serving_copy import check_serving_format
 
     check_serving_format(cfg.serving_format)

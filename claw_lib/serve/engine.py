@@ -15,6 +15,7 @@ was pre-trained on single turns: :data:`~claw_lib.serve.config.CONTEXTS`).
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -22,12 +23,15 @@ import torch
 
 from ..models.lm import encode, load_causal_lm, max_positions, stop_token_ids
 from ..prompts import build_prompt, has_chat_template, message_text, teacher_prompt, template_messages
+from ..rl.ppo import decode_response, prepare_policy
+from ..rl.strategies import plan
 from ..text.corrections import guess_lang
+from ..utils import resolve_device
 from .batcher import Batcher
 from .config import ServeConfig
 from .sampling import SamplingParams
 from .serving_copy import serving_copy
-from .sequence import TokenTexts, token_strings  # noqa: F401  (token_strings: its old path)
+from .sequence import Sequence, TokenTexts, token_strings  # noqa: F401  (token_strings: its old path)
 
 __all__ = ["Engine", "Served", "ServedTask"]
 
@@ -88,10 +92,6 @@ class Engine:
     version: the policy version the serving copy holds (0: the initial weights)."""
 
     def __init__(self, cfg: ServeConfig):
-        from ..rl.ppo import prepare_policy
-        from ..rl.strategies import plan
-        from ..utils import resolve_device
-
         dev = resolve_device(cfg.ppo.device)
         trainer, tok = load_causal_lm(cfg.ppo.model, device=dev, dtype=cfg.ppo.dtype)
         self.teacher = _frozen(trainer) if plan(cfg.ppo).strategy.hint else None  # the hinted teacher: opd, combined
@@ -133,8 +133,6 @@ class Engine:
         trainer's temperature). ``params`` None: ``temperature`` and ``max_tokens`` alone; ``seed``: the sampling
         seed when ``params.seed`` is None. Every choice is written by one version. Returns choice 0 with the
         others in :attr:`Served.alternatives`."""
-        from .sequence import Sequence
-
         tok = self.tokenizer
         params = params or SamplingParams(temperature=temperature, max_tokens=max_tokens)
         prompt_ids = encode(tok, task.prompt)
@@ -151,16 +149,12 @@ class Engine:
         return served[0]
 
     def _decode(self, ids: List[int]) -> str:
-        from ..rl.ppo import decode_response
-
         return decode_response(self.tokenizer, ids)
 
     def publish(self, version: int) -> float:
         """Copy the trainer's weights into the serving copy as ``version`` and rebuild the copy that decodes
         (:func:`~claw_lib.serve.serving_copy.serving_copy`), between decode steps once the running batch has drained
         (:meth:`Batcher.exclusive`); returns the seconds the model was held."""
-        import time
-
         state = {n: p.detach() for n, p in self.trainer.named_parameters() if p.requires_grad}
         with self.batcher.exclusive(), torch.no_grad():
             t0 = time.perf_counter()

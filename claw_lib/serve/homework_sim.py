@@ -29,7 +29,7 @@ from typing import Callable, List, Optional, Sequence
 from ..config import GSM8K_SPLITS, HOMEWORK_PERSONAS
 from ..toy.gsm8k import Problem, is_correct, load_split, read_gsm8k
 from ..toy.homework import HOMEWORK_LANGS, first_request
-from ..utils import check_real
+from ..utils import check_new_file, check_real
 from .simulate import STABLE_K, _Driver, _write_rows, normalise_url, sessions_until_stable
 
 __all__ = ["HomeworkRow", "HomeworkResult", "simulate_homework", "stream_problems", "add_arguments",
@@ -184,8 +184,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(a) -> int:
     """``claw simulate --stream gsm8k``: the stream run, its summary, ``--out`` (one JSON line per session)."""
-    from ..utils import check_new_file
-
     out = check_new_file(a.out, a.force) if a.out is not None else None
     problems = stream_problems(a.split, a.gsm8k, a.problems)
     if a.sessions is not None:

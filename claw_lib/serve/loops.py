@@ -17,6 +17,7 @@ status says why.
 """
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import sys
@@ -146,10 +147,6 @@ class JudgeLoop(_Loop):
 
 def stop_reason(e: Exception, folder) -> str:
     """The one line ``stopped_reason`` says for an update that raised ``e`` (a divergence, a full disk, ...)."""
-    import errno
-
-    from ..rl.run import TrainingDivergedError
-
     if isinstance(e, TrainingDivergedError):
         return str(e).splitlines()[0]
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # R4-26

@@ -33,6 +33,7 @@ def _int8_config():
     with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            # lazy: torchao is optional (serving_format int8 only)
             from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
         except ImportError:
             return None

@@ -28,8 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..prompts import message_text
 from ..signals.judges import make_judge
+from ..utils import OutputFolder, set_threads
 from .config import ServeConfig, check_serve_config
+from .engine import Engine, Served
 from .records import RECORD_FILES, JsonlLog
 from .resume import SERVE_FILES, prepare_folder  # the run folder: its files, its claim and resume
 from .sessions import SessionBook, Turn, turn_key
@@ -53,8 +56,6 @@ class LiveSystem:
     """The shared state of the four loops and its run folder (``out``: None keeps everything in memory)."""
 
     def __init__(self, cfg: ServeConfig, out=None, force: bool = False):
-        from .engine import Engine
-
         self.cfg = c = check_serve_config(cfg)
         # the one judge factory, once: a URL judge's endpoint is asked for /v1/models here, before any folder is
         # claimed or model loaded (R4-10); the judge loop takes this judge
@@ -62,8 +63,6 @@ class LiveSystem:
         self._exit = contextlib.ExitStack()
         self.folder = self._claim(out, force)
         self.t0 = time.time()
-        from ..utils import set_threads
-
         set_threads(cfg.ppo.threads)
         self.engine = Engine(cfg)
         self.ppo = self.engine.ppo  # the per-model settings resolved
@@ -89,8 +88,6 @@ class LiveSystem:
     def _claim(self, out, force: bool):
         if out is None:
             return None
-        from ..utils import OutputFolder
-
         folder = OutputFolder.claim(out, "serve", force, "server output", names=SERVE_FILES)
         self._exit.enter_context(folder.locked(force))  # held while the server runs: a second server is refused
         return folder
@@ -179,8 +176,6 @@ class LiveSystem:
         """(Served, turn index) of the session's last recorded turn when ``req`` repeats its messages while that
         turn is still the session's last word (waiting for its next state, or ending a finished session): a retry.
         Else None; a turn closed by the session's timeout may be asked again as a new turn."""
-        from .engine import Served
-
         keys = self.book.turns(req.session_id)
         t = self.turns.get(keys[-1]) if keys else None
         if t is None or t.messages != req.messages or \
@@ -191,8 +186,6 @@ class LiveSystem:
 
     def set_next_state(self, key: str, message: dict, record: bool = True, queue: bool = True) -> None:
         """The next main-line message of the session becomes ``key``'s next state; the turn goes to the judge."""
-        from ..prompts import message_text
-
         t = self.turns[key]
         t.next_state, t.next_role, t.status = message_text(message.get("content")), message.get("role"), "judging"
         if record:

@@ -33,6 +33,15 @@ def test_a_silent_session_gives_no_sample_for_its_open_turn():
         assert srv.system.turns["quiet#0"].next_state is None  # the late message is not the expired turn's next state
 
 
+def _corrected_session(srv, sid: str) -> None:
+    """Session ``sid``: the question, then the user's correction of the answer, which ends the session."""
+    c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+    c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": sid})
+    c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
+                                                          {"role": "user", "content": "不对，是安卡拉。"}],
+                              extra_headers={"X-Session-Id": sid, "X-Session-Done": "true"})
+
+
 def _scripted_reply(messages):
     """The Binary RL prompt gets \\boxed{-1}, the hint prompt a hint and \\boxed{1}."""
     if "HINT_START" in messages[0]["content"]:
@@ -46,11 +55,7 @@ def test_an_openai_compatible_url_as_judge(tmp_path):
     endpoint = ScriptedJudge(reply=_scripted_reply)
     with endpoint as url, LiveServer(_cfg(judge=url, judge_model="judge-model", train=False), port=0,
                                      out=tmp_path / "run") as srv:
-        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
-        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "j"})
-        c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
-                                                              {"role": "user", "content": "不对，是安卡拉。"}],
-                                  extra_headers={"X-Session-Id": "j", "X-Session-Done": "true"})
+        _corrected_session(srv, "j")
         assert srv.wait_idle(60)
         t = srv.system.turns["j#0"]
         m = srv.system.ppo.opd.m
@@ -74,11 +79,7 @@ def test_a_judge_whose_requests_fail_gives_failed_votes_not_a_crash(tmp_path):
     """The endpoint answers /v1/models (a URL that does not is refused at the start: R4-10,
     tests/apps/test_safety_r4_judge.py), then fails every completion: failed votes, an excluded turn, no crash."""
     with ScriptedJudge(reply=_broken) as url, LiveServer(_cfg(judge=url, train=False), port=0) as srv:
-        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
-        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "u"})
-        c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
-                                                              {"role": "user", "content": "不对，是安卡拉。"}],
-                                  extra_headers={"X-Session-Id": "u", "X-Session-Done": "true"})
+        _corrected_session(srv, "u")
         assert srv.wait_idle(120)
         t = srv.system.turns["u#0"]
         assert t.status == "excluded" and t.score == 0 and all(v is None for v in t.votes)
@@ -109,11 +110,7 @@ def test_claw_serve_asks_the_judge_url_for_its_models_once():
         a = build_parser().parse_args(["serve", "--judge", url, "--no-train", "--batch-size", "2", "--threads", "1",
                                        "--max-new-tokens", "12", "--port", "0"])
         with LiveServer(serve_config(a), port=0) as srv:
-            c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
-            c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "once"})
-            c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
-                                                                  {"role": "user", "content": "不对，是安卡拉。"}],
-                                      extra_headers={"X-Session-Id": "once", "X-Session-Done": "true"})
+            _corrected_session(srv, "once")
             assert srv.wait_idle(60)
             assert srv.system.turns["once#0"].status == "scored"
     assert endpoint.models_asked == 1
