@@ -15,6 +15,7 @@ brackets)::
     │   ├── corrections.py   clean a noisy correction, find what it negates
     │   ├── claims.py        sentences and clauses; values quoted to be rejected, denied modals, swaps
     │   ├── langs.py         which scripts a text is in; a warning for a correction in another language
+    │   ├── memo.py          one pair's texts read once (tokens, clauses, negations) inside one_pair
     │   └── phrases.py       what the users say and what the rules listen for
     ├── alignment/       2. embed -> cost matrix -> DP alignment                               [01 02]
     │   ├── encoders.py      contextual word vectors (offline e5 / MiniLM / any HF encoder)

@@ -21,8 +21,12 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .prompts import PROMPT_FORMS
 
 __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskConfig", "LossConfig", "PPOConfig", "override",
            "flatten", "from_dict", "field_docs", "PPO_STRATEGIES", "REWARD_STRATEGIES", "USERS", "ADVANTAGES", "DISTILL_LOSSES",
@@ -737,8 +741,6 @@ CHOICES: Dict[str, Tuple] = {
 def check_number(name: str, value) -> None:
     """Refuse a value of the numeric setting ``name`` that is not a number (TypeError: a bool, a string), or not
     an integer where the setting counts something (ValueError, :data:`INTEGERS`); None passes (a default)."""
-    import numbers
-
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -752,8 +754,6 @@ def validate(cfg, prefix: str = "") -> None:
     that is not a finite number in its range (:data:`LIMITS`), not an integer where it counts something,
     not one of its choices, or that contradicts another (``reward.lo`` above ``reward.hi``, a task's option that
     the task ignores); TypeError for a value of the wrong type (a bool or a string for a number)."""
-    import math
-
     flat = flatten(cfg)
     for name, value in flat.items():
         full = prefix + name
@@ -771,8 +771,6 @@ def validate(cfg, prefix: str = "") -> None:
                 (hi is not None and (value > hi or (value == hi and not hi_in))):
             rng = f"{'[' if lo_in else '('}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{']' if hi_in else ')'}"
             raise ValueError(f"{full} must be in {rng}, got {value}")
-    from .prompts import PROMPT_FORMS
-
     choices = {**CHOICES, "task.prompt_form": tuple(PROMPT_FORMS)}
     for name, allowed in choices.items():
         key = name[len(prefix):] if name.startswith(prefix) else None  # a sub-config: its own (unprefixed) names

@@ -18,6 +18,11 @@ from typing import Callable, Dict, List, NamedTuple, Tuple
 
 import numpy as np
 
+from .alignment.dp import align
+from .config import RewardConfig
+from .rl.ablation import paired
+from .text.tokens import Token, subtokens_to_words
+
 __all__ = ["check", "exercise", "reset", "EXERCISES", "Exercise"]
 
 
@@ -49,8 +54,6 @@ def _dp_cases():
 
 
 def _dp_reference(cost, insert_cost, delete_cost):
-    from .alignment.dp import align
-
     return align(cost, insert_cost, delete_cost).total_cost
 
 
@@ -59,8 +62,6 @@ def _continuous_cases():
 
 
 def _continuous_reference(cost):
-    from .config import RewardConfig
-
     rc = RewardConfig()
     return float(np.clip(rc.a - rc.b * cost, rc.lo, rc.hi))
 
@@ -71,7 +72,7 @@ def _opd_cases():
 
 
 def _opd_reference(teacher_logprobs, student_logprobs):
-    from .signals.opd import opd_advantages
+    from .signals.opd import opd_advantages  # lazy: signals.opd imports torch: only the exercises that use it load it
 
     return opd_advantages(teacher_logprobs, student_logprobs)
 
@@ -88,9 +89,9 @@ def _whiten_cases():
 
 
 def _whiten_reference(rewards, mask):
-    import torch
+    import torch  # lazy: only the exercises that use torch load it
 
-    from .ops import masked_whiten
+    from .ops import masked_whiten  # lazy: ops imports torch
 
     r, m = torch.as_tensor(rewards, dtype=torch.float64), torch.as_tensor(mask)
     return (masked_whiten(r, m) * m).numpy()
@@ -103,9 +104,9 @@ def _rtg_cases():
 
 
 def _rtg_reference(rewards, gamma):
-    import torch
+    import torch  # lazy: only the exercises that use torch load it
 
-    from .rl.core import reward_to_go
+    from .rl.core import reward_to_go  # lazy: rl.core imports torch
 
     r = torch.as_tensor(np.asarray(rewards, dtype=np.float64)).reshape(1, -1)
     return reward_to_go(r, torch.ones_like(r, dtype=torch.bool), gamma)[0].numpy()
@@ -118,8 +119,6 @@ def _evidence_cases():
 
 
 def _evidence_reference(ops, contradicted):
-    from .config import RewardConfig
-
     rc = RewardConfig()
     return [rc.match if op == "match" else (rc.reject if bad else rc.absent) for op, bad in zip(ops, contradicted)]
 
@@ -130,8 +129,6 @@ def _words_cases():
 
 
 def _words_reference(subtoken_logprobs, word_of):
-    from .text.tokens import Token, subtokens_to_words
-
     word_of = [int(w) for w in word_of]
     words = [Token(str(w), w, w + 1) for w in range(max(word_of) + 1)]
     subs = [Token(str(w), w, w + 1) for w in word_of]
@@ -145,8 +142,6 @@ def _paired_cases():
 
 
 def _paired_reference(a, b):
-    from .rl.ablation import paired
-
     rows = [{"user": "u", "strategy": s, "seed": k, "final_score": v} for s, d in (("a", a), ("b", b))
             for k, v in d.items()]
     p = paired(rows, "u", "a", "b")

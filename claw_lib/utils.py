@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
+import numbers
 import os
 import random
 import re
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -41,7 +44,7 @@ def cache_dir() -> Path:
 
 def resolve_device(device: str = "cpu") -> str:
     """'cpu', 'cuda', 'cuda:N' or 'auto' (CUDA when available, else CPU) -> a torch device string."""
-    import torch
+    import torch  # lazy: the bottom layer stays torch-free (claw --help, config, the rules)
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -74,7 +77,7 @@ def free_cpus() -> int:
 
 def set_threads(threads: int = 0) -> int:
     """Set torch's CPU threads: ``threads`` if > 0, else :func:`free_cpus`. Returns the number set."""
-    import torch
+    import torch  # lazy: the bottom layer stays torch-free (claw --help, config, the rules)
 
     n = threads if threads > 0 else free_cpus()
     torch.set_num_threads(n)
@@ -86,7 +89,7 @@ def seed_everything(seed: int = 0, threads: int | None = 1) -> None:
 
     One thread makes CPU float results bit-stable between runs, which nbval relies on.
     """
-    import torch
+    import torch  # lazy: the bottom layer stays torch-free (claw --help, config, the rules)
 
     random.seed(seed)
     np.random.seed(seed)
@@ -101,7 +104,7 @@ def stable_printing(decimals: int = 3) -> None:
     A value like -1e-7 prints as "-0." on one machine and "0." on another; notebooks checked by
     nbval call this once so their stored outputs do not depend on such noise.
     """
-    import torch
+    import torch  # lazy: the bottom layer stays torch-free (claw --help, config, the rules)
 
     def fmt(v):
         return f"{round(float(v), decimals) + 0.0:.{decimals}f}"
@@ -353,9 +356,6 @@ def check_real(name: str, value, lo: Optional[float] = None, hi: Optional[float]
     """``value`` if it is a finite number in [lo, hi] (``lo_open``: (lo, hi]) and, with ``integer``, a whole one;
     otherwise ValueError (TypeError for a bool or a non-number) naming ``name``. The library's public numeric
     arguments pass through here (R4-18, R4-20, R4-22)."""
-    import math
-    import numbers
-
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
     if integer and not float(value).is_integer():
@@ -376,7 +376,7 @@ class FolderLock:
         self._f = None
 
     def __enter__(self) -> "FolderLock":
-        import fcntl
+        import fcntl  # lazy: fcntl is POSIX-only
 
         self.folder.mkdir(parents=True, exist_ok=True)
         # never truncated: a .lock of the user's keeps its bytes (OutputFolder refuses a folder holding one)
@@ -389,7 +389,7 @@ class FolderLock:
         return self
 
     def __exit__(self, *exc) -> None:
-        import fcntl
+        import fcntl  # lazy: fcntl is POSIX-only
 
         fcntl.flock(self._f, fcntl.LOCK_UN)
         self._f.close()
@@ -601,8 +601,6 @@ class OutputFolder:
 
     def remove_own(self, keep=()) -> None:
         """Delete the files (and folders) claw wrote here, except ``keep``; the others stay."""
-        import shutil
-
         for n in sorted(self.listed - set(keep)):
             f = self.path / n
             if f.is_dir() and not f.is_symlink():

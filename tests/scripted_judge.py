@@ -4,7 +4,7 @@ tests of ``claw train --judge URL`` and the live server's ``--judge URL``.
 ``reply(messages) -> text`` writes each completion; the default reads the judge prompt as OpenClaw-RL's judges do,
 with a rule in place of a model: a next state with a correction marker is \\boxed{-1} and, for the hint prompt, the
 next state itself becomes the hint (\\boxed{1}); anything else is \\boxed{1} / \\boxed{-1} without a hint. ``n``
-choices per request, as the API says; ``requests`` keeps every request body.
+choices per request, as the API says; ``requests`` keeps every request body, ``models_asked`` counts ``GET /v1/models``.
 """
 import threading
 import time
@@ -41,11 +41,12 @@ class ScriptedJudge:
         import uvicorn
         from fastapi import FastAPI
 
-        app, self.requests, self.reply = FastAPI(), [], reply or rule_reply
+        app, self.requests, self.reply, self.models_asked = FastAPI(), [], reply or rule_reply, 0
         self.logprobs = logprobs or (lambda messages: None)
 
         @app.get("/v1/models")
         async def models():
+            self.models_asked += 1
             return {"object": "list", "data": [{"id": "scripted-judge", "object": "model", "owned_by": "tests"}]}
 
         @app.post("/v1/chat/completions")

@@ -229,3 +229,48 @@ def test_the_copy_check_sees_a_copy():
     vocab = _vocabularies()
     assert vocab[frozenset(("frozen", "live"))] == "TEACHERS" and frozenset(("opd", "combined")) not in vocab
     assert vocab[frozenset(("binary_rl", "opd", "combined"))] == "rl.strategies.JUDGED_STRATEGIES"
+
+
+def _unjustified_lazy_imports(path: Path, source: str = None) -> list:
+    """The function-level imports of ``path`` (or of ``source``, read as that file) that do not say why they wait:
+    each needs ``# lazy: <reason>`` on its own lines or on the lines right above it, where comments and other imports
+    (no blank line between) count, so one comment may head a group of imports."""
+    text = path.read_text(encoding="utf-8") if source is None else source
+    lines, tree = text.splitlines(), ast.parse(text)
+    import_lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            import_lines.update(range(node.lineno, node.end_lineno + 1))
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            said = lines[node.lineno - 1:node.end_lineno]
+            k = node.lineno - 1
+            while k >= 1 and (lines[k - 1].strip().startswith("#") or k in import_lines):
+                said.append(lines[k - 1])
+                k -= 1
+            if not any("# lazy:" in line for line in said):
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {lines[node.lineno - 1].strip()}")
+    return found
+
+
+def test_a_function_level_import_says_why_it_waits():
+    """Imports sit at the top of the file (issue 44), so a module's first screen shows which rooms it uses. One inside
+    a function says why with ``# lazy: <reason>``: a heavy dependency kept off ``claw --help`` and the torch-free rooms
+    (torch, transformers, matplotlib, tqdm.auto, openai, uvicorn and fastapi, jieba), an optional one (peft, torchao,
+    trl, ipywidgets, rapidfuzz) or a POSIX-only module (fcntl, resource). A name a test replaces is reached through
+    its module (``encoders.load_encoder``), not imported lazily for that."""
+    found = [f for path in sorted(ROOT.rglob("*.py")) for f in _unjustified_lazy_imports(path)]
+    assert not found, f"{len(found)} function-level imports without '# lazy: <reason>': {found}"
+
+
+def test_the_lazy_import_check_reads_comments_above_and_beside():
+    src = ("def f():\n    import torch  # lazy: heavy\n\n"
+           "def g():\n    # lazy: heavy\n    import torch\n    from torch import nn\n\n"
+           "def h():\n    import re\n\n"
+           "def k():\n    # lazy: heavy\n    import torch\n\n    import re\n")
+    assert _unjustified_lazy_imports(ROOT / "ops.py", src) == ["ops.py:10 import re", "ops.py:16 import re"]

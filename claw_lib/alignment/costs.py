@@ -14,6 +14,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from ..config import AlignConfig
 from ..text.tokens import MAX_TEXT_CHARS, Token, tokenize
 
 __all__ = ["cosine_cost", "lexical_cost", "lexical_cost_reference", "cost_matrix", "TextCost", "text_cost",
@@ -39,8 +40,6 @@ def cosine_cost(E: np.ndarray, F: np.ndarray, eps: float = 1e-8) -> np.ndarray:
 def check_words(n_output: int, n_correction: int, max_words: Optional[int] = None) -> None:
     """Raise ValueError when the output or the correction has more than ``max_words`` word tokens (default
     ``AlignConfig.max_words``): the cost matrix and the DP grow with n x m (benchmarks/bench_lengths.py)."""
-    from ..config import AlignConfig
-
     limit = AlignConfig.max_words if max_words is None else max_words
     for what, n in (("output", n_output), ("correction", n_correction)):
         if n > limit:

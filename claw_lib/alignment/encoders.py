@@ -98,7 +98,7 @@ class Encoder:
         (a BERT-like model runs only its first ``layer`` blocks): the states equal one text at a
         time through the whole model up to float noise (tests/alignment/test_encoders.py).
         """
-        import torch
+        import torch  # lazy: torch loads only for a torch encoder; the e5 encoder runs without it
 
         out: List[Optional[np.ndarray]] = [None] * len(id_lists)
         order = sorted(range(len(id_lists)), key=lambda k: len(id_lists[k]))
@@ -252,6 +252,7 @@ def load_encoder(name: str = "e5", layer: Optional[int] = None, device: str = "c
     device: "cpu", "cuda" or "auto". Raises :class:`ModelNotAvailableError` if the model is
     not on this machine.
     """
+    # lazy: models.bert imports torch: a plain BERT folder only
     from ..models.bert import is_plain_bert_folder, load_plain_bert
 
     dev = resolve_device(device)
@@ -259,8 +260,9 @@ def load_encoder(name: str = "e5", layer: Optional[int] = None, device: str = "c
     if is_plain_bert_folder(path):  # the kit's e5 / MiniLM folders: plain torch, no transformers import
         model, tok = load_plain_bert(path, dev)
     else:
+        # lazy: transformers (seconds to import) loads only for a Hugging Face encoder
         from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # lazy: as above
 
         hf_logging.disable_progress_bar()  # no "Loading weights" bars in notebook outputs
         tok = from_pretrained_offline(AutoTokenizer, path)

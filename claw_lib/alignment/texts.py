@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
 
-from ..config import AlignConfig
+from ..config import AlignConfig, validate
 from ..text.langs import warn_language_mismatch
 from ..text.tokens import Token
+from . import encoders  # encoders.load_encoder looked up at the call (tests replace it)
 from .costs import text_cost
 from .dp import Alignment, align
 
@@ -61,8 +63,6 @@ class TextAlignment:
 
 def _pad(s: str, width: int) -> str:
     """Left-justify counting East Asian wide characters as two columns."""
-    import unicodedata
-
     w = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in s)
     return s + " " * max(0, width - w)
 
@@ -76,9 +76,6 @@ def align_texts(output: str, correction: str, config: Optional[AlignConfig] = No
     output_tokens: the output's word tokens, if the caller has them already; refused (ValueError) when they are
     not the output's (A07). The config is validated as the command line's options are (A03: ``layer="8"``).
     """
-    from ..config import validate
-    from .encoders import load_encoder
-
     cfg = config or AlignConfig()
     if overrides:
         cfg = dataclasses.replace(cfg, **overrides)
@@ -86,7 +83,7 @@ def align_texts(output: str, correction: str, config: Optional[AlignConfig] = No
     if output_tokens is not None:
         _check_tokens(output, output_tokens)
     warn_language_mismatch(output, correction)
-    enc = encoder or load_encoder(cfg.encoder, device=cfg.device)
+    enc = encoder or encoders.load_encoder(cfg.encoder, device=cfg.device)
     tc = text_cost(output, correction, enc, cfg.layer, cfg.lexical_weight, cfg.contextual, output_tokens=output_tokens,
                    max_chars=cfg.max_chars, max_words=cfg.max_words)
     al = align(tc.cost, cfg.insert_cost, cfg.delete_cost, cfg.match_threshold)

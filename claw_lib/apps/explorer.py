@@ -33,7 +33,7 @@ SEED_CORRECTION = "你说的不对，法国的首都是巴黎，另外法国红�
 def heatmap_png(ta: TextAlignment, dpi: int = 100) -> bytes:
     """The cost-matrix heatmap with the DP path, as PNG bytes. Drawn on a bare ``Figure`` (no pyplot), so the
     caller's backend and open figures are left alone (inline plots keep showing in a notebook)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib (seconds to import) loads only for a figure
 
     fig = Figure(figsize=(max(4, 0.6 * len(ta.correction_tokens) + 2), max(3, 0.5 * len(ta.output_tokens) + 1.5)))
     ax = fig.add_subplot()
@@ -105,7 +105,7 @@ class AlignmentExplorer:
 
     def __init__(self, output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, encoder: str = AlignConfig.encoder,
                  strategy: str = "binary", threshold: float = AlignConfig.match_threshold, reviser=None):
-        import ipywidgets as W
+        import ipywidgets as W  # lazy: ipywidgets is optional (the notebooks extra)
 
         self.W, self.reviser = W, reviser  # a Reviser: its revision, and the alignment output <-> revision
         lay = W.Layout(width="95%")
@@ -137,9 +137,10 @@ class AlignmentExplorer:
 def explorer(output: str = SEED_OUTPUT, correction: str = SEED_CORRECTION, **kw):
     """The interactive explorer, or (without ipywidgets) the static HTML report as an IPython object."""
     try:
+        # lazy: ipywidgets is optional (the notebooks extra)
         import ipywidgets  # noqa: F401
     except ImportError:
-        from IPython.display import HTML
+        from IPython.display import HTML  # lazy: IPython: a notebook only
 
         return HTML(report_html(output, correction, kw.get("strategy", "binary"), reviser=kw.get("reviser")))
     return AlignmentExplorer(output, correction, **kw).widget

@@ -23,6 +23,7 @@ from ..config import PPOConfig
 from ..rl.ablation import load_results, paired, plot_curves, report_text, steps_to_stable, steps_to_target
 from ..rl.grids import GRIDS, SETTINGS, STRATEGIES, TARGET
 from ..rl.run import train
+from ..utils import OutputFolder, atomic_write
 
 __all__ = ["reproduce", "PARTIAL", "finished_runs", "TARGET", "load_results", "paired"]
 
@@ -108,8 +109,6 @@ def _grid(name: str, users, seeds, steps) -> _Grid:
 def _claim(out_dir, force: bool):
     """The grid's :class:`~claw_lib.utils.OutputFolder`; a folder that holds a finished grid is refused unless
     ``force`` (an unfinished one, :data:`PARTIAL`, goes on)."""
-    from ..utils import OutputFolder
-
     folder = OutputFolder.claim(out_dir, "reproduce", force, "results", names=(PARTIAL,), legacy=_legacy_grid_files)
     if folder.used and not force and not _only_partial(folder):
         raise ValueError(f"the results folder {folder.path} already holds results; choose a new folder or pass "
@@ -134,7 +133,7 @@ def _run_jobs(folder, g: _Grid, settings: Dict, lr: Optional[float], target: flo
               progress: bool) -> Tuple[List[Dict], Dict]:
     """Every run of the grid, in order: a run :data:`PARTIAL` holds is read back (its row, curve and its personas'),
     the others trained and added to :data:`PARTIAL` at once. Returns (rows, curves)."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: tqdm.auto looks for a notebook (IPython)
 
     out = folder.path
     rows, curves = [], {}
@@ -188,8 +187,6 @@ def _one_run(cfg: PPOConfig, label: str, engine: str, g: _Grid, target: float) -
 
 def _write_grid(out: Path, g: _Grid, rows: List[Dict], curves: Dict) -> None:
     """The grid's tables and figures, each written whole; then :data:`PARTIAL` goes (the grid is whole)."""
-    from ..utils import atomic_write
-
     with atomic_write(out / "ablation.csv", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -254,8 +251,6 @@ def _finished_runs(out: Path, settings: Dict) -> Dict:
 
 
 def _write_partial(out: Path, settings: Dict, done: Dict) -> None:
-    from ..utils import atomic_write
-
     with atomic_write(out / PARTIAL) as f:
         f.write(json.dumps({"settings": settings}) + "\n")
         for key, d in done.items():
@@ -266,6 +261,6 @@ def _train_with(engine: str, cfg: PPOConfig) -> List[Dict]:
     """A run through another engine (``"trl"``: :func:`claw_lib.integrations.trl.train_trl`)."""
     if engine != "trl":
         raise ValueError(f"engine must be 'kit' or 'trl', got {engine!r}")
-    from ..integrations.trl import train_trl
+    from ..integrations.trl import train_trl  # lazy: trl is a dev dependency
 
     return train_trl(cfg)

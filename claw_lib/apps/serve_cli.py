@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 
 from ..config import field_docs, override
+from ..serve import homework_sim, simulate
+from ..serve.config import CONTEXTS, SERVE_STRATEGIES, SERVING_FORMATS, ServeConfig, check_serve_config, default_ppo
+from ..serve.server import serve_forever
 from .flags import TRAIN_FLAGS, add_train_args, number
 
 __all__ = ["add_serve_args", "cmd_serve", "add_simulate_args", "cmd_simulate", "serve_config"]
@@ -27,8 +30,6 @@ SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     """The flags of ``claw serve`` (the ``claw`` parser registers the command: claw_lib.apps.cli.COMMANDS)."""
-    from ..serve.config import CONTEXTS, SERVE_STRATEGIES, SERVING_FORMATS, ServeConfig, default_ppo
-
     tmp = argparse.ArgumentParser(add_help=False)
     add_train_args(tmp)  # the same flags, defaults and help as claw train; the subset below is kept
     for action in tmp._actions:
@@ -65,8 +66,6 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
 
 def serve_config(a):
     """The ServeConfig of parsed ``claw serve`` arguments (checked: one-line ValueError naming the flag)."""
-    from ..serve.config import ServeConfig, default_ppo, check_serve_config
-
     paths = {TRAIN_FLAGS[f]: getattr(a, TRAIN_FLAGS[f]) for f in SERVE_TRAIN_FLAGS}
     ppo = override(default_ppo(), paths)
     cfg = ServeConfig(ppo=ppo, train=not a.no_train, match_sessions=a.match_sessions,
@@ -86,8 +85,6 @@ def serve_config(a):
 
 def cmd_serve(a) -> int:
     """``claw serve``: the live system until Ctrl-C (:func:`claw_lib.serve.server.serve_forever`)."""
-    from ..serve.server import serve_forever
-
     if a.out is not None and not str(a.out).strip():
         raise ValueError("--out is empty; give a folder (or leave --out out: records stay in memory)")
     return serve_forever(serve_config(a), a.host, a.port, out=a.out, force=a.force)
@@ -95,8 +92,6 @@ def cmd_serve(a) -> int:
 
 def add_simulate_args(p: argparse.ArgumentParser) -> None:
     """The flags of ``claw simulate``: the simulated users drive a running server (claw_lib.serve.simulate)."""
-    from ..serve import homework_sim, simulate
-
     simulate.add_arguments(p)
     homework_sim.add_arguments(p)
 
@@ -104,8 +99,6 @@ def add_simulate_args(p: argparse.ArgumentParser) -> None:
 def cmd_simulate(a) -> int:
     """``claw simulate``: the fact-world users (:func:`claw_lib.serve.simulate.run_from_args`) or, with
     ``--stream gsm8k``, the personal-agent stream (:func:`claw_lib.serve.homework_sim.run_from_args`)."""
-    from ..serve import homework_sim, simulate
-
     if a.stream == "gsm8k":
         return homework_sim.run_from_args(a)
     moved = [f for f, v in (("--split", a.split != "stream"), ("--gsm8k", a.gsm8k), ("--problems", a.problems),

@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 from typing import Dict, List
 
+from ..rl.samples import optional_step, read_run, steps_text
+from .flags import number
+
 __all__ = ["SHOW_HELP", "add_show_args", "cmd_show", "show_lines"]
 
 #: the subcommand's one-line help (the ``claw`` parser's COMMANDS entry)
@@ -24,8 +27,6 @@ SHOW_HELP = ("what a run's model said: sampled responses with their signals, and
 
 def add_show_args(p) -> None:
     """The ``show`` subcommand's arguments on its parser ``p``."""
-    from .flags import number
-
     p.add_argument("run", help="a run folder (claw train --out, or claw serve --out)")
     p.add_argument("--step", type=number(int, 0), default=None,
                    help="the step to show (samples: 1..steps; with --eval: 0 is before any update; the live server: "
@@ -37,8 +38,6 @@ def add_show_args(p) -> None:
 
 def cmd_show(a) -> int:
     """Print :func:`show_lines` of the run folder ``a.run``."""
-    from ..rl.samples import read_run
-
     rr = read_run(a.run)
     for line in show_lines(rr, a.step, a.eval, a.limit, a.json):
         print(line)
@@ -55,8 +54,6 @@ def _cut(rows: List, limit: int) -> List:
 
 
 def _header(rr) -> str:
-    from ..rl.samples import steps_text
-
     engines = sorted({r.get("engine", "?") for rows in rr.samples.values() for r in rows}) or ["?"]
     what = "live server" if rr.kind == "serve" else f"training run ({', '.join(engines)} engine)"
     return (f"{rr.path}: {what}; samples at steps {steps_text(list(rr.samples))}"
@@ -113,8 +110,6 @@ def _compare_lines(before: List[Dict], after: List[Dict], s0: int, s1: int, limi
 def show_lines(rr, step=None, evaluation: bool = False, limit: int = 10, as_json: bool = False) -> List[str]:
     """The lines ``claw show`` prints for the records ``rr`` (:class:`~claw_lib.rl.samples.RunRecords`);
     ValueError (one line) for a step the run did not record."""
-    from ..rl.samples import optional_step
-
     if evaluation or (step is None and rr.evals):
         if rr.kind == "serve":
             raise ValueError(f"{rr.path} is a live server's folder: it has no evaluation (show its turns with --step)")

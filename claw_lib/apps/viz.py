@@ -6,6 +6,10 @@ without scripts, CDN links or random ids, so notebook outputs are stable under n
 from __future__ import annotations
 
 import html
+import importlib.util
+import logging
+import warnings
+from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
@@ -29,10 +33,7 @@ BUNDLED_CJK_FONT = "Noto Sans CJK JP"
 def _register_bundled_font() -> None:
     """Add the bundled Noto Sans CJK file to matplotlib's font list (once), found without importing
     its package (importing it would change matplotlib's settings as a side effect)."""
-    import importlib.util
-    from pathlib import Path
-
-    from matplotlib import font_manager
+    from matplotlib import font_manager  # lazy: matplotlib (seconds to import) loads only for a figure
 
     if any(f.name == BUNDLED_CJK_FONT for f in font_manager.fontManager.ttflist):
         return
@@ -50,10 +51,8 @@ def use_cjk_font() -> Optional[str]:
     same on every machine; a system CJK font is used only when that package is missing. Without any,
     Chinese labels render as boxes; the kit's axes also carry token indices, so figures stay readable.
     """
-    import logging
-
-    import matplotlib
-    from matplotlib import font_manager
+    import matplotlib  # lazy: matplotlib (seconds to import) loads only for a figure
+    from matplotlib import font_manager  # lazy: matplotlib (seconds to import) loads only for a figure
 
     # font fallback chatter ("findfont: ...") would make notebook outputs depend on installed fonts
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
@@ -65,8 +64,6 @@ def use_cjk_font() -> Optional[str]:
             matplotlib.rcParams["font.family"] = "sans-serif"
             matplotlib.rcParams["axes.unicode_minus"] = False
             return f
-    import warnings
-
     warnings.filterwarnings("ignore", message="Glyph .* missing from font")
     return None
 
@@ -84,7 +81,7 @@ def plot_cost_matrix(cost: np.ndarray, output_tokens: Sequence, correction_token
     With an ``alignment``, the substitutions are circled (green match, red replace) and the DP
     path is drawn through them. Returns the matplotlib Axes.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib (seconds to import) loads only for a figure
 
     use_cjk_font()
     cost = np.asarray(cost)
@@ -178,7 +175,7 @@ def reward_html(token_rewards, vmax: float = 1.0, title: str = "") -> str:
 
 def plot_rewards(token_rewards_list, ax=None, title: str = ""):
     """Grouped bars: one group per token, one bar per :class:`TokenRewards` (same output)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib (seconds to import) loads only for a figure
 
     use_cjk_font()
     trs = list(token_rewards_list)

@@ -92,7 +92,7 @@ except ImportError as e:  # pragma: no cover - exercised only where trl is missi
                       "pip install 'trl==1.16.*' 'accelerate>=1.0' (or the kit's dev extra)") from e
 
 from ..config import TEACHERS, PPOConfig, override
-from ..models.lm import logprobs_from_batch, pad_token_id, peak_memory_gib
+from ..models.lm import load_causal_lm, logprobs_from_batch, pad_token_id, peak_memory_gib, resolve_dtype
 from ..models.lora import AdapterDisabled as _AdapterDisabled  # the PEFT / kit adapter-disabled teacher
 from ..models.lora import count_parameters, has_lora
 from ..models.peft_lora import save_run_adapter, trl_peft_config
@@ -112,11 +112,13 @@ from ..rl.ppo import (
 from ..rl.run import check_finite, write_metrics, check_judge, eval_tokens
 from ..rl.samples import append_records, evaluate_recorded, rollout_records
 from ..rl.driver import Rollout, make_rollout
+from ..rl.fit import check_fits  # the kit loop's check: positions, top-k, a step's memory (ET13)
 from ..rl.strategies import TRL_STRATEGIES, plan
 from ..signals.opd import frozen_teacher
 from ..signals.reviser import wants_base
 from ..toy.env import Feedback, Task
-from ..utils import atomic_write, set_threads
+from ..toy.envs import make_env
+from ..utils import atomic_write, resolve_device, set_threads
 
 __all__ = ["SIGNALS", "LOSS_TYPES", "FeedbackFn", "ClawGRPOTrainer", "task_dataset", "grpo_config", "make_trainer",
            "train_trl", "step_parts", "merge_step_metrics"]
@@ -205,8 +207,6 @@ class ClawGRPOTrainer(GRPOTrainer):
         teacher = teacher or cfg.opd.teacher
         self._check_settings(cfg, args, teacher)
         if isinstance(model, str):
-            from ..models.lm import load_causal_lm
-
             model, tok = load_causal_lm(model)
             processing_class = processing_class or tok
         peft = peft_config is not None or hasattr(model, "peft_config") or has_lora(model)
@@ -582,10 +582,6 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     (:func:`claw_lib.rl.ppo.prepare_policy`): with ``lora_rank > 0`` and no ``peft_config`` the kit's own
     adapters are added (claw_lib.models.lora; the teacher is then the adapter-disabled model, no copy).
     """
-    from ..models.lm import load_causal_lm, resolve_dtype
-    from ..toy.envs import make_env
-    from ..utils import resolve_device
-
     check_judge(cfg, judge)
     set_threads(cfg.threads)
     t_load = time.perf_counter()
@@ -605,8 +601,6 @@ def make_trainer(cfg: PPOConfig, out_dir=None, *, num_generations: int = 2, teac
     for step in range(cfg.steps):
         env.reset(cfg.seed * 100_003 + step)
         tasks += env.sample(cfg.batch_size // num_generations)
-    from ..rl.fit import check_fits  # the kit loop's check: positions, top-k, a step's memory (ET13)
-
     check_fits(cfg, model, tokenizer, [], tasks[: cfg.batch_size // num_generations] * num_generations,
                resolve_device(cfg.device), engine="trl")
     trainer = ClawGRPOTrainer(model, args, tasks=tasks, feedback=env.step, cfg=cfg, teacher=teacher,

@@ -19,8 +19,12 @@ from types import SimpleNamespace
 from typing import Dict, List, Optional
 
 import torch
+from safetensors.torch import load_file
+from tokenizers import Tokenizer
 from torch import nn
 from torch.nn import functional as F
+
+from .loading import ModelNotAvailableError
 
 __all__ = ["PlainBert", "PlainTokenizer", "load_plain_bert", "is_plain_bert_folder"]
 
@@ -116,8 +120,6 @@ class PlainTokenizer:
     is_fast = True
 
     def __init__(self, folder: Path):
-        from tokenizers import Tokenizer
-
         self._tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tok.no_padding()  # a tokenizer.json may carry padding / truncation settings; HF resets them too
         self._tok.no_truncation()
@@ -158,10 +160,6 @@ def load_plain_bert(folder, device: str = "cpu", dtype: Optional[torch.dtype] = 
     """``(PlainBert, PlainTokenizer)`` from a BERT folder (see :func:`is_plain_bert_folder`), in eval mode.
     A damaged folder (a truncated safetensors file, a broken tokenizer.json or config.json, a missing weight)
     raises one :class:`~claw_lib.models.loading.ModelNotAvailableError` naming the folder."""
-    from safetensors.torch import load_file
-
-    from .loading import ModelNotAvailableError
-
     folder = Path(str(folder))
     try:
         config = SimpleNamespace(**json.loads((folder / "config.json").read_text(encoding="utf-8")))

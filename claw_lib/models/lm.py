@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
@@ -67,8 +68,9 @@ def load_causal_lm(name_or_path: str = "tiny", device: str = "cpu", dtype=None, 
     --force``), has no tokenizer, holds an encoder rather than a causal LM, or holds a tokenizer with ids
     beyond the model's embedding rows (one copied from another model: MF06).
     """
+    # lazy: transformers (seconds to import) loads only when a model is loaded
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # lazy: transformers loads only when a model is loaded
 
     hf_logging.disable_progress_bar()
     dev = resolve_device(device)
@@ -115,8 +117,7 @@ def peak_memory_gib(device: str = "cpu") -> float:
     peak resident set size (``ru_maxrss``, the whole process: model loading, Python, every tensor)."""
     if str(device).startswith("cuda") and torch.cuda.is_available():
         return torch.cuda.max_memory_allocated(torch.device(device)) / 2 ** 30
-    import resource
-    import sys
+    import resource  # lazy: resource is POSIX-only
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / 2 ** 30 if sys.platform == "darwin" else rss / 2 ** 20  # bytes on macOS, KiB on Linux
@@ -305,7 +306,7 @@ def _quiet_transformers():
     passing in an attention_mask" during cached decoding once a finished row emits the pad id (pad = eos = 0 for the
     tiny GPT), although :func:`generate` passes the mask; the note reached notebook outputs only sometimes (stderr
     is flushed asynchronously), which made them flaky under nbval."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # lazy: transformers loads only when a model is loaded
 
     before = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()

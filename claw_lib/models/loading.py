@@ -6,11 +6,14 @@ do. The two offline encoders' names are resolved by :mod:`claw_lib.models.offlin
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 from pathlib import Path
 from typing import Optional
 
 from ..utils import ModelNotAvailableError  # defined at the bottom layer (utils.script_main reads it)
+from ..utils import atomic_write
 
 __all__ = ["ModelNotAvailableError", "from_pretrained_offline", "package_dir", "file_sha256", "verify_manifest",
            "check_causal_lm_folder", "write_manifest"]
@@ -50,8 +53,6 @@ def from_pretrained_offline(cls, name_or_path, **kw):
 
 def file_sha256(path) -> str:
     """SHA-256 of a file, read in 1 MiB chunks."""
-    import hashlib
-
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -74,8 +75,6 @@ def verify_manifest(folder) -> None:
     :class:`ModelNotAvailableError` naming the first file that is missing or differs. The manifest must be
     a JSON object whose ``files`` maps names to digests and lists the folder's essential files (config.json,
     every weights file, tokenizer.json): a manifest edited to list nothing checks nothing, and is refused."""
-    import json
-
     folder = Path(folder)
     try:
         m = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
@@ -103,10 +102,6 @@ def verify_manifest(folder) -> None:
 def write_manifest(folder, manifest: dict) -> dict:
     """``manifest`` with ``files`` set to the SHA-256 of every file in ``folder`` (manifest.json aside), written
     to ``folder/manifest.json`` whole (:func:`claw_lib.utils.atomic_write`). Returns it."""
-    import json
-
-    from ..utils import atomic_write
-
     folder = Path(folder)
     manifest["files"] = {f.name: file_sha256(f) for f in sorted(folder.iterdir())
                          if f.is_file() and f.name != "manifest.json" and not f.name.startswith(".")}
@@ -130,8 +125,6 @@ def check_causal_lm_folder(folder, what: str = "model", verify: bool = True) -> 
     :class:`ModelNotAvailableError`, a folder without tokenizer files (transformers would build an empty
     tokenizer) and a model that is not a decoder (a BERT encoder loads through ``AutoModelForCausalLM`` with a
     freshly initialised LM head and gives garbage log-probs)."""
-    import json
-
     folder = Path(str(folder))
     if not folder.is_dir():
         return

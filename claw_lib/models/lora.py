@@ -67,6 +67,7 @@ class LoRALinear(nn.Module):
 
 
 def _targets(model: nn.Module, names: Sequence[str]):
+    # lazy: transformers (seconds to import) loads only for GPT-2 Conv1D layers
     from transformers.pytorch_utils import Conv1D
 
     for full, mod in model.named_modules():

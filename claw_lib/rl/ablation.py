@@ -10,6 +10,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..utils import MARKER, atomic_write
+from .grid_notes import grid_limits
 from .grids import ORDERING, PAPER, PAPER_SETTINGS, STRATEGIES
 from .strategies import JUDGED_STRATEGIES
 
@@ -163,8 +165,6 @@ def report_text(rows: List[Dict], name: Optional[str] = None) -> str:
     """The text of a grid's ``ablation.md``: the table, then the paired orderings and engine comparisons, then what
     it does not establish and its dated corrections (:func:`claw_lib.rl.grid_notes.grid_limits`; ``name``: the
     results folder's name, e.g. "table3")."""
-    from .grid_notes import grid_limits
-
     report = "\n\n".join(r for r in (ordering_report(rows), speed_report(rows), engine_report(rows)) if r)
     return markdown_table(rows) + "\n" + (f"\n{report}\n" if report else "") + "\n" + grid_limits(rows, name) + "\n"
 
@@ -172,8 +172,6 @@ def report_text(rows: List[Dict], name: Optional[str] = None) -> str:
 def _kit_report(folder: Path) -> bool:
     """Whether ``folder/ablation.md`` is the kit's own report (or absent): listed by the folder's claw marker, or,
     in a grid written before markers existed (no marker), a file that starts with the kit's table header."""
-    from ..utils import MARKER
-
     f = folder / "ablation.md"
     if not f.exists() and not f.is_symlink():
         return True
@@ -198,8 +196,6 @@ def rewrite_report(folder) -> str:
     change of the report's columns); returns the text. Only the kit's own report is replaced (TL04): a folder
     whose ablation.md the kit did not write (:func:`_kit_report`) is refused (ValueError, one line), checked
     again at the write; a malformed table is one line too (TL05, TL06)."""
-    from ..utils import atomic_write
-
     folder = Path(folder)
     _refuse_foreign_report(folder)
     text = report_text(load_results(folder)[0], folder.resolve().name)
@@ -329,11 +325,11 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
     """Mean eval score over seeds with a +-1 std band, one line per strategy. With ``path`` and no ``ax`` the
     figure is drawn on a bare ``Figure`` and saved (no pyplot: the caller's backend and figures are untouched)."""
     if ax is None and path is not None:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # lazy: matplotlib (seconds to import) loads only for a figure
 
         ax = Figure(figsize=(7, 4)).add_subplot()
     elif ax is None:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: as above
 
         _, ax = plt.subplots(figsize=(7, 4))
     for strat in strategies:
@@ -350,8 +346,6 @@ def plot_curves(curves: Dict, user: str, strategies: Sequence[str], path=None, a
     ax.set_title(f"user: {user}"); ax.legend(fontsize=7, ncol=2)
     ax.figure.tight_layout()
     if path is not None:  # whole or not at all, by the output rule of every writer (utils.atomic_write)
-        from ..utils import atomic_write
-
         with atomic_write(path, "wb") as f:
             ax.figure.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=100)
     return ax

@@ -120,7 +120,7 @@ def plot_pairs(P: Dict, title: str):
     """One figure of a section's paired differences (:func:`show_pairs`' dict): a row per a - b, the mean with a
     bar of +- 2 standard errors; a bar that crosses the dotted 0 is within two standard errors of a tie. Shows it
     with pyplot and returns the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib loads only for a figure
 
     def name(x):
         return METHOD.get(x, x) if isinstance(x, str) else f"{METHOD.get(x[1], x[1])} [{readable_setting(x[0])}]"

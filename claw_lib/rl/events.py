@@ -41,6 +41,7 @@ def scalars(history: List[Dict]) -> List[tuple]:
 def write_events(out: Path, history: List[Dict]) -> Path:
     """Write ``out/tensorboard/events.out.tfevents.claw`` from ``history`` (the rows of ``metrics.jsonl``),
     replacing the previous file in one rename. Returns its path."""
+    # lazy: torch and tensorboard load only when a run writes event files
     from torch.utils.tensorboard import SummaryWriter
 
     folder = Path(out) / TB_DIR

@@ -21,7 +21,7 @@ def free_memory_bytes(device: str) -> Optional[int]:
     """Memory free for this run on ``device``: the GPU's free memory, or the machine's MemAvailable
     (/proc/meminfo; None where there is none)."""
     if str(device).startswith("cuda"):
-        import torch
+        import torch  # lazy: rl.fit stays torch-free: a refused run loads nothing
 
         try:  # a device that cannot report its free memory (the tests' stand-in for a GPU) is not checked
             return int(torch.cuda.mem_get_info(torch.device(device))[0])
@@ -48,7 +48,7 @@ def step_bytes(n_tokens: int, model) -> int:
 
 def eval_tokens(cfg: PPOConfig) -> int:
     """Longest greedy answer in evaluation: EVAL_MAX_NEW_TOKENS (40), or the rollout's cap when longer."""
-    from ..toy.evaluation import EVAL_MAX_NEW_TOKENS
+    from ..toy.evaluation import EVAL_MAX_NEW_TOKENS  # lazy: toy.evaluation imports torch (models.lm)
 
     return max(EVAL_MAX_NEW_TOKENS, cfg.max_new_tokens)
 
@@ -57,7 +57,7 @@ def check_fits(cfg: PPOConfig, model, tokenizer, tasks, step_tasks, device: str,
     """Refuse (:class:`SettingError`, one line) a run that cannot work on ``model``: ``tasks`` (the evaluation's)
     and ``step_tasks`` (one training step's) are :class:`~claw_lib.toy.users.Task` lists whose prompts are
     measured. Nothing else is done, so a refused run leaves nothing behind."""
-    from ..models.lm import max_positions
+    from ..models.lm import max_positions  # lazy: models.lm imports torch
     prompts = [getattr(t, "prompt", "") for t in list(tasks) + list(step_tasks)]
     lengths = [len(x) for x in tokenizer(prompts)["input_ids"]] if prompts else []  # one batched call
     longest = max(lengths, default=0)

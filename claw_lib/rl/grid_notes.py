@@ -73,7 +73,7 @@ def grid_limits(rows: Sequence[Dict], name: Optional[str] = None) -> str:
     """The closing sections of a grid's report: three bullets from its ``rows`` (the scale, the seeds and Student's t
     critical value an ordering needs, the run's length) and, for a results folder ``name`` in :data:`GRID_NOTES`,
     that grid's own bullets and dated corrections."""
-    from scipy.stats import t
+    from scipy.stats import t  # lazy: scipy loads only when a grid page is written
 
     seeds = sorted({r["seed"] for r in rows})
     steps = max(int(r["steps"]) for r in rows) if rows else 0

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from ..toy.env import evaluate
+from ..utils import atomic_write
+
 __all__ = ["SAMPLES_FILE", "EVAL_FILE", "RECORD_FILES", "judged_fields", "rollout_records", "evaluate_recorded",
            "append_records", "trim_records", "RunRecords", "read_run"]
 
@@ -84,7 +87,7 @@ def rollout_records(ro, sig, adv, tokenizer, engine: str = "kit") -> List[Dict]:
 def evaluate_recorded(model, tok, env, tasks: Sequence, max_new_tokens: int) -> Tuple[Dict[str, float], List[Dict]]:
     """:func:`~claw_lib.toy.evaluation.evaluate_by_user` (one greedy pass, the user's RNG left as it was) and the
     answers it scored, one record per task (``eval.jsonl``'s fields, ``step`` aside)."""
-    from ..toy.env import evaluate
+    # lazy: toy.evaluation imports torch (models.lm): the run's readers need none
     from ..toy.evaluation import greedy_feedback
 
     gens, fbs = greedy_feedback(model, tok, env, tasks, max_new_tokens)
@@ -107,8 +110,6 @@ def append_records(path, step: int, records: Sequence[Dict]) -> None:
 def trim_records(out, step: int) -> None:
     """Drop the lines of ``out``'s record files whose step is after ``step`` (a run resumed from the checkpoint of
     ``step``: those lines belong to steps it runs again), and a torn last line; rewritten whole."""
-    from ..utils import atomic_write
-
     for name in RECORD_FILES:
         path = Path(out) / name
         if not path.exists():

@@ -13,9 +13,11 @@ import uuid
 from pathlib import Path
 from typing import Optional
 
+from ..prompts import message_text
 from .matching import main_looking
 from .sampling import ParamError, sampling_params
 from .system import ChatTurn, LiveSystem
+from .versions import version_name
 
 __all__ = ["ApiError", "parse_chat"]
 
@@ -64,8 +66,6 @@ def check_strings(body) -> None:
 def _content(c, k: int) -> str:
     """A message's content as text; 400 for a part that is not ``{"type": ..., ...}`` or a text part whose text is
     not a string (R4-02, R4-12). Parts of other types (images, audio) are dropped, as API.md says."""
-    from ..prompts import message_text
-
     if c is not None and not isinstance(c, (str, list)):
         raise ApiError(400, f"messages[{k}].content must be a string or a list of parts", "bad_content")
     for i, part in enumerate(c if isinstance(c, list) else []):
@@ -143,8 +143,6 @@ def _version(model, system: LiveSystem) -> Optional[int]:
 
 def model_field(system: LiveSystem, req: ChatTurn) -> str:
     """The ``model`` of an answer: the version named in the request, else the served model's id."""
-    from .versions import version_name
-
     return system.model_id if req.version is None else version_name(req.version)
 
 

@@ -13,7 +13,6 @@ from typing import Optional
 
 from ..config import PPOConfig, flatten, from_dict, judge_kind, validate
 from ..rl.strategies import JUDGED_STRATEGIES, plan
-from ..signals.endpoint import open_endpoint
 
 __all__ = ["ServeConfig", "SERVE_STRATEGIES", "CONTEXTS", "SERVING_FORMATS", "check_serve_config", "default_ppo",
            "max_body_bytes"]
@@ -91,6 +90,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         raise ValueError(f"context must be one of {CONTEXTS}, got {cfg.context!r}")
     if cfg.serving_format not in SERVING_FORMATS:
         raise ValueError(f"serving_format must be one of {SERVING_FORMATS}, got {cfg.serving_format!r}")
+    # lazy: serve.serving_copy imports torch (claw --help reads this module)
     from .serving_copy import check_serving_format
 
     check_serving_format(cfg.serving_format, str(cfg.ppo.device))  # "auto" on a GPU is caught at load
@@ -106,14 +106,12 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
     if not isinstance(cfg.match_sessions, bool):
         raise ValueError(f"match_sessions must be true or false, got {cfg.match_sessions!r}")
     if cfg.publish_gate:
-        from .gate import load_gate
+        from .gate import load_gate  # lazy: serve.config stays torch-free (claw --help, claw simulate)
 
         load_gate(cfg.publish_gate)
     plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
-    kind = judge_kind(cfg.judge, "judge")
-    if kind == "url":  # R4-10: a judge URL that does not answer is refused at the start
-        open_endpoint(cfg.judge, cfg.judge_model, what="judge")
-    if cfg.judge_model and kind != "url":  # R4-16
+    # a judge URL that does not answer is refused when the system builds its judge, at the start (R4-10)
+    if cfg.judge_model and judge_kind(cfg.judge, "judge") != "url":  # R4-16
         raise ValueError(f"judge_model names the model of a URL judge (--judge http://...); the judge here is "
                          f"{cfg.judge!r}, which does not read it")
     validate(cfg.ppo)

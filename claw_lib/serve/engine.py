@@ -15,6 +15,7 @@ was pre-trained on single turns: :data:`~claw_lib.serve.config.CONTEXTS`).
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
@@ -22,12 +23,15 @@ import torch
 
 from ..models.lm import encode, load_causal_lm, max_positions, stop_token_ids
 from ..prompts import build_prompt, has_chat_template, message_text, teacher_prompt, template_messages
+from ..rl.ppo import decode_response, prepare_policy
+from ..rl.strategies import plan
 from ..text.corrections import guess_lang
+from ..utils import resolve_device
 from .batcher import Batcher
 from .config import ServeConfig
 from .sampling import SamplingParams
 from .serving_copy import serving_copy
-from .sequence import TokenTexts, token_strings  # noqa: F401  (token_strings: its old path)
+from .sequence import Sequence, TokenTexts, token_strings  # noqa: F401  (token_strings: its old path)
 
 __all__ = ["Engine", "Served", "ServedTask"]
 
@@ -88,10 +92,6 @@ class Engine:
     version: the policy version the serving copy holds (0: the initial weights)."""
 
     def __init__(self, cfg: ServeConfig):
-        from ..rl.ppo import prepare_policy
-        from ..rl.strategies import plan
-        from ..utils import resolve_device
-
         dev = resolve_device(cfg.ppo.device)
         trainer, tok = load_causal_lm(cfg.ppo.model, device=dev, dtype=cfg.ppo.dtype)
         self.teacher = _frozen(trainer) if plan(cfg.ppo).strategy.hint else None  # the hinted teacher: opd, combined
@@ -150,7 +150,6 @@ class Engine:
     def _submit(self, prompt_ids: List[int], params: SamplingParams, seed: int, version: Optional[int]):
         """Decode the request's ``params.n`` sequences with the live batch, or (``version`` older than the live one)
         from the archive of published versions; returns them once done."""
-        from .sequence import Sequence
 
         def sequences():
             return [Sequence(prompt_ids, params, self.stops, self._decode, TokenTexts(self.tokenizer),
@@ -169,16 +168,12 @@ class Engine:
     versions = None  # the run's published versions (serve.versions.Versions), set by the live system
 
     def _decode(self, ids: List[int]) -> str:
-        from ..rl.ppo import decode_response
-
         return decode_response(self.tokenizer, ids)
 
     def publish(self, version: int) -> float:
         """Copy the trainer's weights into the serving copy as ``version`` and rebuild the copy that decodes
         (:func:`~claw_lib.serve.serving_copy.serving_copy`), between decode steps once the running batch has drained
         (:meth:`Batcher.exclusive`); returns the seconds the model was held."""
-        import time
-
         state = {n: p.detach() for n, p in self.trainer.named_parameters() if p.requires_grad}
         with self.batcher.exclusive(), torch.no_grad():
             t0 = time.perf_counter()

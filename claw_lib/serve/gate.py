@@ -14,6 +14,11 @@ from typing import List
 
 import torch
 
+from ..models.lm import encode
+from .batcher import Batcher
+from .sampling import SamplingParams
+from .sequence import Sequence, TokenTexts
+
 __all__ = ["load_gate", "gate_score", "contains"]
 
 
@@ -57,11 +62,6 @@ def contains(answer: str, expected: str) -> bool:
 def gate_score(engine, model, probes: List[dict], max_tokens: int) -> float:
     """The share of ``probes`` that ``model`` (the engine's trainer, or a copy of it) answers with the expected text,
     greedily, decoded together (:class:`~claw_lib.serve.batcher.Batcher`: the same decoding as a served request)."""
-    from ..models.lm import encode
-    from .batcher import Batcher
-    from .sampling import SamplingParams
-    from .sequence import Sequence, TokenTexts
-
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     was = model.training
     model.eval()

@@ -31,7 +31,7 @@ from typing import Callable, List, Optional, Sequence
 from ..config import GSM8K_SPLITS, HOMEWORK_PERSONAS
 from ..toy.gsm8k import Problem, is_correct, load_split, read_gsm8k
 from ..toy.homework import HOMEWORK_LANGS, first_request, preference
-from ..utils import check_real
+from ..utils import check_new_file, check_real
 from .simulate import STABLE_K, _Driver, _write_rows, normalise_url, sessions_until_stable
 
 __all__ = ["HomeworkRow", "HomeworkResult", "simulate_homework", "stream_problems", "add_arguments",
@@ -226,8 +226,6 @@ def run_from_args(a) -> int:
     ``--resume``, the sessions already in ``--out`` are kept and the others run (the same command goes on after a
     kill); each finished session is appended to ``--out`` as it ends, and the file is rewritten in stream order at
     the end."""
-    from ..utils import check_new_file
-
     done, prefix = [], a.session_prefix
     if a.resume and a.out is not None and Path(a.out).is_file():
         done, prefix = _resumed(a.out, a.user, a.lang, prefix)

@@ -19,6 +19,7 @@ status says why.
 """
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import sys
@@ -35,7 +36,6 @@ from ..rl.driver import make_rollout, signal_tensors
 from ..rl.run import TrainingDivergedError, check_finite
 from ..rl.samples import judged_fields  # the judge's verdict as every run records it
 from ..rl.strategies import plan
-from ..signals.judges import make_judge
 from ..toy.env import Feedback
 from .engine import ServedTask
 from .resume import apply_sample, commit_update, upstream_records  # what a sample and an update write
@@ -106,9 +106,8 @@ class JudgeLoop(_Loop):
 
     def __init__(self, system):
         super().__init__(system, "claw-judge")
-        c = system.cfg  # the one judge factory (the URL judge's endpoint was checked with the settings)
-        judge = make_judge(c.judge, c.judge_model, c.ppo.opd.m, c.ppo.device, c.ppo.seed)
-        self.scorer = ppo.Scorer(system.engine.tokenizer, teacher=system.engine.teacher, judge=judge)
+        # the judge the system built with the one judge factory (signals.judges.make_judge) at the start
+        self.scorer = ppo.Scorer(system.engine.tokenizer, teacher=system.engine.teacher, judge=system.judge)
 
     def run(self) -> None:
         s = self.system
@@ -150,10 +149,6 @@ class JudgeLoop(_Loop):
 
 def stop_reason(e: Exception, folder) -> str:
     """The one line ``stopped_reason`` says for an update that raised ``e`` (a divergence, a full disk, ...)."""
-    import errno
-
-    from ..rl.run import TrainingDivergedError
-
     if isinstance(e, TrainingDivergedError):
         return str(e).splitlines()[0]
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:  # R4-26

@@ -13,7 +13,9 @@ from starlette.requests import ClientDisconnect
 
 from .app import ApiError, completion, parse_chat, STATIC
 from .config import max_body_bytes
+from .engine import PromptTooLongError
 from .records import RecordWriteError
+from .sessions import SessionFinishedError
 from .streaming import stream_answer
 from .versions import UnknownVersionError
 
@@ -83,9 +85,6 @@ def create_app(system, host: str = "127.0.0.1"):
 
 def add_routes(system, host: str = "127.0.0.1"):
     """A FastAPI app serving ``system`` on ``host`` (its Host header check: :func:`allowed_hosts`)."""
-    from .sessions import SessionFinishedError
-    from .engine import PromptTooLongError
-
     app = FastAPI(title="claw serve", docs_url=None, redoc_url=None)
     hosts = allowed_hosts(host)
 
@@ -190,6 +189,6 @@ def _claw_routes(app, system) -> None:
                             "not installed.</p>")
 
     if STATIC.is_dir():
-        from fastapi.staticfiles import StaticFiles
+        from fastapi.staticfiles import StaticFiles  # lazy: the chat page's files, when the package ships them
 
         app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import signal
 import socket
 import sys
 import threading
@@ -24,6 +25,7 @@ class LiveServer:
 
     def __init__(self, cfg: Optional[ServeConfig] = None, host: str = "127.0.0.1", port: int = 0, out=None,
                  force: bool = False):
+        # lazy: serve.system loads torch; import claw_lib.serve stays torch-free (claw simulate)
         from .system import LiveSystem
 
         self.cfg = cfg or ServeConfig()
@@ -50,10 +52,10 @@ class LiveServer:
 
     def start(self, timeout_s: float = 30.0) -> "LiveServer":
         """Start the judge and trainer loops and uvicorn; returns once the port accepts requests."""
-        import uvicorn
+        import uvicorn  # lazy: uvicorn and fastapi load only when a server starts
 
-        from .routes import create_app
-        from .loops import JudgeLoop, TrainerLoop
+        from .routes import create_app  # lazy: as above
+        from .loops import JudgeLoop, TrainerLoop  # lazy: as above
 
         self.loops = [JudgeLoop(self.system)] + ([TrainerLoop(self.system)] if self.cfg.train else [])
         for loop in self.loops:
@@ -147,8 +149,6 @@ def exposure_warning(host: str) -> Optional[str]:
 
 def serve_forever(cfg: ServeConfig, host: str, port: int, out=None, force: bool = False) -> int:
     """``claw serve``: start, print the address (one flushed line), run until SIGINT / SIGTERM, stop cleanly."""
-    import signal
-
     srv = LiveServer(cfg, host=host, port=port, out=out, force=force).start()
     warning = exposure_warning(host)
     if warning:

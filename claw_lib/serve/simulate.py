@@ -34,15 +34,19 @@ import argparse
 import itertools
 import json
 import math
+import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from ..utils import check_real
+from ..config import HOMEWORK_PERSONAS, TaskConfig
+from ..toy.envs import make_env
+from ..utils import atomic_write, check_new_file, check_real
 
 __all__ = ["USERS", "STABLE_K", "SessionRow", "SimulationResult", "simulate", "sessions_until_stable",
            "counted_sessions", "normalise_url", "add_arguments", "run_from_args", "server_idle"]
@@ -194,8 +198,8 @@ class _Driver:
 
     def __init__(self, url: str, model: Optional[str], timeout: float, temperature: Optional[float],
                  max_tokens: Optional[int]):
-        import httpx
-        import openai
+        import httpx  # lazy: openai and httpx (seconds to import) load only when a run starts
+        import openai  # lazy: as above
 
         self.url, self.openai = url, openai
         self.retry_budget_s = RETRY_BUDGET_S
@@ -358,10 +362,7 @@ def simulate(url: str, user: str = "teacher", sessions: int = 40, turns: int = 3
     the run is then exactly reproducible (the judge and the trainer still run in their own threads, but one step at
     a time). ValueError (one line) for a bad setting or URL, a server that
     cannot be reached or answers an error."""
-    from tqdm.auto import tqdm
-
-    from ..config import TaskConfig
-    from ..toy.envs import make_env
+    from tqdm.auto import tqdm  # lazy: tqdm.auto looks for a notebook (IPython)
 
     _check_settings(user, sessions, turns, seed, wait_trained, side_turns)
     if session_prefix is not None and not (0 < len(session_prefix.strip()) <= 180):
@@ -406,11 +407,7 @@ def _number(kind: type, lo: float, hi: float) -> Callable:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``claw simulate`` (claw_lib/apps/serve_cli.py registers the command)."""
-    from pathlib import Path
-
     parser.add_argument("--url", required=True, help="the server's root URL, e.g. http://127.0.0.1:8000 (a trailing /v1 is fine)")
-    from ..config import HOMEWORK_PERSONAS
-
     parser.add_argument("--user", choices=USERS + tuple(p for p in HOMEWORK_PERSONAS if p not in USERS),
                         default="teacher", help=f"the simulated user (default teacher); with --stream gsm8k one of "
                                                 f"{', '.join(HOMEWORK_PERSONAS)}")
@@ -444,8 +441,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _write_rows(path, text: str, force: bool) -> None:
-    from ..utils import atomic_write
-
     with atomic_write(path, replace=force) as f:
         f.write(text)
 
@@ -454,10 +449,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     """``claw simulate``: run :func:`simulate` with the parsed flags, print the summary, write ``--out``. Returns 0;
     ValueError (one line) for a bad URL or setting, an unreachable server, an existing ``--out`` without
     ``--force``. Interrupted (Ctrl-C or a lost server), the sessions that finished are still written to ``--out``."""
-    import sys
-
-    from ..utils import check_new_file
-
     out = check_new_file(args.out, args.force) if args.out is not None else None
     done: List[SessionRow] = []
     kw = dict(user=args.user, sessions=40 if args.sessions is None else args.sessions, turns=args.turns, seed=args.seed, model=args.model,

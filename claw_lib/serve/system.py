@@ -28,11 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from ..prompts import message_text
+from ..signals.judges import make_judge
+from ..utils import OutputFolder, set_threads
 from .config import ServeConfig, check_serve_config
+from .engine import Engine, Served
 from .records import RECORD_FILES, JsonlLog
-from .resume import SERVE_FILES, prepare_folder  # the run folder: its files, its claim and resume
 from .matching import SessionMatcher
+from .resume import SERVE_FILES, prepare_folder  # the run folder: its files, its claim and resume
 from .sessions import SessionBook, Turn, turn_key
+from .versions import Versions
 
 __all__ = ["LiveSystem", "ChatTurn", "SERVE_FILES"]
 
@@ -55,14 +60,13 @@ class LiveSystem:
     """The shared state of the four loops and its run folder (``out``: None keeps everything in memory)."""
 
     def __init__(self, cfg: ServeConfig, out=None, force: bool = False):
-        from .engine import Engine
-
-        self.cfg = check_serve_config(cfg)
+        self.cfg = c = check_serve_config(cfg)
+        # the one judge factory, once: a URL judge's endpoint is asked for /v1/models here, before any folder is
+        # claimed or model loaded (R4-10); the judge loop takes this judge
+        self.judge = make_judge(c.judge, c.judge_model, c.ppo.opd.m, c.ppo.device, c.ppo.seed)
         self._exit = contextlib.ExitStack()
         self.folder = self._claim(out, force)
         self.t0 = time.time()
-        from ..utils import set_threads
-
         set_threads(cfg.ppo.threads)
         self.engine = Engine(cfg)
         self.ppo = self.engine.ppo  # the per-model settings resolved
@@ -85,7 +89,6 @@ class LiveSystem:
                      for name in RECORD_FILES} if self.folder else {}
         if self.folder is not None:
             prepare_folder(self, force)
-        from .versions import Versions  # the published adapters (OUT/adapters/v{N}) and their names
 
         self.versions = self.engine.versions = Versions(self.engine, self.folder.path if self.folder else None,
                                                         cfg.keep_versions, self.ppo, cfg.publish_gate)
@@ -94,8 +97,6 @@ class LiveSystem:
     def _claim(self, out, force: bool):
         if out is None:
             return None
-        from ..utils import OutputFolder
-
         folder = OutputFolder.claim(out, "serve", force, "server output", names=SERVE_FILES)
         self._exit.enter_context(folder.locked(force))  # held while the server runs: a second server is refused
         return folder
@@ -192,8 +193,6 @@ class LiveSystem:
         """(Served, turn index) of the session's last recorded turn when ``req`` repeats its messages while that
         turn is still the session's last word (waiting for its next state, or ending a finished session): a retry.
         Else None; a turn closed by the session's timeout may be asked again as a new turn."""
-        from .engine import Served
-
         keys = self.book.turns(req.session_id)
         t = self.turns.get(keys[-1]) if keys else None
         if t is None or t.messages != req.messages or \
@@ -204,8 +203,6 @@ class LiveSystem:
 
     def set_next_state(self, key: str, message: dict, record: bool = True, queue: bool = True) -> None:
         """The next main-line message of the session becomes ``key``'s next state; the turn goes to the judge."""
-        from ..prompts import message_text
-
         t = self.turns[key]
         t.next_state, t.next_role, t.status = message_text(message.get("content")), message.get("role"), "judging"
         if record:

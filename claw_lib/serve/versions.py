@@ -28,7 +28,14 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from safetensors.torch import load_file
+
+from .. import __version__
 from ..models.peft_lora import peft_model_of, save_adapter
+from .batcher import Batcher
+from .engine import _frozen
+from .gate import gate_score, load_gate
+from .serving_copy import serving_copy
 
 __all__ = ["Versions", "Archive", "version_name", "version_of", "delta_norms", "param_delta_norm", "adapter_state", "UnknownVersionError",
            "ADAPTERS_DIR", "RECORD_FILE", "VERSION_PREFIX", "NO_ADAPTER"]
@@ -62,14 +69,14 @@ class UnknownVersionError(LookupError):
 def adapter_state(model) -> Dict[str, torch.Tensor]:
     """The PEFT adapter tensors of ``model`` as PEFT saves them (keys of ``adapter_model.safetensors``), cloned
     to the CPU."""
-    from peft import get_peft_model_state_dict
+    from peft import get_peft_model_state_dict  # lazy: peft is optional (a run without PEFT adapters)
 
     return {k: v.detach().to("cpu", copy=True) for k, v in get_peft_model_state_dict(peft_model_of(model)).items()}
 
 
 def load_state(model, state: Dict[str, torch.Tensor]) -> None:
     """Load PEFT adapter tensors (:func:`adapter_state`'s keys) into ``model``'s adapters, in place."""
-    from peft import set_peft_model_state_dict
+    from peft import set_peft_model_state_dict  # lazy: peft is optional
 
     with torch.no_grad():
         set_peft_model_state_dict(peft_model_of(model), state)
@@ -104,10 +111,8 @@ def param_delta_norm(new, old) -> float:
 
 
 def _libraries() -> Dict[str, str]:
-    import peft
-    import transformers
-
-    from .. import __version__
+    import peft  # lazy: peft is optional
+    import transformers  # lazy: read only for a record, and loaded by then
 
     return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
             "claw_lib": __version__}
@@ -120,8 +125,6 @@ class Versions:
     keep: how many of the newest versions are kept; cfg: the resolved PPOConfig (the record's settings)."""
 
     def __init__(self, engine, folder: Optional[Path], keep: int, cfg, gate: str = ""):
-        from .gate import load_gate
-
         self.engine, self.folder, self.keep, self.cfg = engine, folder, int(keep), cfg
         self.enabled = peft_model_of(engine.trainer) is not None
         self.kept: Dict[int, dict] = {}  # version -> {"state": adapter tensors, "record": the record}
@@ -146,8 +149,6 @@ class Versions:
                 return "adapter unchanged (delta norm 0.0)", m
         if self.gate is None:
             return None, m
-        from .gate import gate_score
-
         tokens = self.cfg.max_new_tokens
         if version not in self.gate_scores:
             self.gate_scores[version] = gate_score(self.engine, self.engine.serving, self.gate, tokens)
@@ -206,8 +207,6 @@ class Versions:
         self.prune()
 
     def _read(self, version: int, p: Path) -> None:
-        from safetensors.torch import load_file
-
         self.kept[version] = {"state": load_file(str(p / "adapter_model.safetensors")),
                               "record": json.loads((p / RECORD_FILE).read_text(encoding="utf-8"))}
 
@@ -279,10 +278,6 @@ class Archive:
     version it holds decode together; one for another version waits until they are done, then loads its tensors."""
 
     def __init__(self, engine):
-        from .batcher import Batcher
-        from .engine import _frozen
-        from .serving_copy import serving_copy
-
         self.full, self.fmt = _frozen(engine.serving), engine.serving_format
         self.batcher = Batcher(serving_copy(self.full, self.fmt), max_batch=engine.batcher.max_batch,
                                lp_temperature=engine.batcher.lp_temperature)
@@ -293,8 +288,6 @@ class Archive:
     @contextlib.contextmanager
     def holding(self, version: int, state: Dict[str, torch.Tensor]):
         """The batcher with ``version``'s adapter loaded, for the duration of the block."""
-        from .serving_copy import serving_copy
-
         with self.cond:
             self.cond.wait_for(lambda: self.users == 0 or self.batcher.version == version)
             if self.batcher.version != version:  # nobody decodes: the batcher is idle

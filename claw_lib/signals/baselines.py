@@ -87,7 +87,7 @@ def contrast_rewards(output: str, correction: str, judge, question: Optional[str
     """The perplexity contrast with a control (module docstring). judge: ``(model, tokenizer)``; control: the control
     reply (default: the first unrelated follow-up in the output's language); two scoring passes of the judge (the
     kit's perplexity strategy without its own contrast, with the question when given)."""
-    from .opd import unrelated_hint
+    from .opd import unrelated_hint  # lazy: signals.opd imports torch; the other baselines need none
 
     cfg = replace(config or RewardConfig(), contrast=False, clean=False)
     control = control if control is not None else unrelated_hint(guess_lang(output, correction), 0)

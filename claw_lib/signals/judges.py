@@ -16,6 +16,7 @@ prompts sent to an OpenAI-compatible URL. :func:`make_judge` builds the one a se
 """
 from __future__ import annotations
 
+import numbers
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -127,8 +128,6 @@ def hint_candidates(votes: Sequence[HintVote], min_chars: int = MIN_HINT_CHARS, 
     stripped, longer than ``min_chars``), exact duplicates dropped, **shortest first** (ties in vote order), at most
     ``max_candidates``. Empty when no vote is good. Refuses (ValueError) ``max_candidates`` < 1 (H01: -1 dropped the
     longest) and ``min_chars`` < 0 (H02: an empty hint passed), and a hint that is not a string (TypeError, H03)."""
-    import numbers
-
     for name, v, least in (("min_chars", min_chars, 0), ("max_candidates", max_candidates, 1)):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
             raise ValueError(f"{name} must be an integer >= {least}, got {v!r}")
@@ -381,7 +380,7 @@ class RemoteJudge(_PromptJudge):
 
 
 def _load_lm(spec: str, device: str):
-    from ..models.lm import load_causal_lm  # lazy, as in LLMJudge._ask: torch for a local LLM judge only
+    from ..models.lm import load_causal_lm  # lazy: torch for a local LLM judge only (as in LLMJudge._ask)
 
     return load_causal_lm(spec, device=device)
 

@@ -34,11 +34,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..alignment import encoders  # encoders.load_encoder looked up at the call (tests replace it)
 from ..config import ALIGNMENT_STRATEGIES, RewardConfig
 from ..text.claims import polarity_flips, quoted_spans, sentence_spans, swap_items
 from ..text.corrections import CONTENT_KINDS, clean_correction, negated_spans, value_key, word_kind
 from ..text.tokens import Token, tokenize
-from .rewards import TokenRewards
+from .rewards import TokenRewards, token_rewards
 
 __all__ = ["CHECKPOINT", "rules_readings", "LocaliserNotAvailableError", "Localiser", "LocaliserNet", "pair_features", "word_labels",
            "train", "load_localiser", "learned_rewards", "localise", "rewards_from", "FEATURE_SETS"]
@@ -75,7 +76,7 @@ def _inside(tok: Token, spans) -> bool:
 
 
 def _ratio(a: str, b: str) -> float:
-    from rapidfuzz import fuzz
+    from rapidfuzz import fuzz  # lazy: rapidfuzz is a dev dependency (the feature's reference)
 
     return fuzz.ratio(a, b) / 100.0
 
@@ -228,7 +229,7 @@ def word_labels(row: dict, tokens: Sequence[Token]) -> Tuple[np.ndarray, np.ndar
 
 # --------------------------------------------------------------------------- the model
 def _net(d: int, hidden: int):
-    import torch
+    import torch  # lazy: torch loads only for the learned net; the rules' features need none
 
     class LocaliserNet(torch.nn.Module):
         """(B, T, d) features -> (B, T) logits of "this word is wrong": Linear + ReLU, a BiGRU, a linear head."""
@@ -265,7 +266,7 @@ class Localiser:
 
     def probabilities(self, feats: Sequence[np.ndarray], batch: int = 64) -> List[np.ndarray]:
         """P(wrong) of every word of every pair: feats: per pair (n_k, d); returns per pair (n_k,) float64."""
-        import torch
+        import torch  # lazy: torch loads only for the learned net; the rules' features need none
 
         out: List[np.ndarray] = []
         self.net.eval()
@@ -279,7 +280,7 @@ class Localiser:
 
     def save(self, path) -> None:
         """Write the checkpoint to ``path`` (a file name or an open binary file)."""
-        import torch
+        import torch  # lazy: torch loads only for the learned net; the rules' features need none
 
         torch.save({"state": self.net.state_dict(), "mu": torch.from_numpy(np.asarray(self.mu, np.float32)),
                     "sd": torch.from_numpy(np.asarray(self.sd, np.float32)), "features": self.features,
@@ -307,7 +308,7 @@ def train(feats: Sequence[np.ndarray], labels: Sequence[Tuple[np.ndarray, np.nda
           meta: Optional[dict] = None) -> Localiser:
     """Fit a :class:`Localiser` on pairs: feats per pair (n_k, d); labels per pair (y, w) of :func:`word_labels`.
     Weighted binary cross-entropy, Adam, shuffled batches from ``seed``; deterministic on one thread."""
-    import torch
+    import torch  # lazy: torch loads only for the learned net; the rules' features need none
 
     torch.manual_seed(seed)
     allx = np.concatenate([f for f in feats if len(f)])
@@ -334,7 +335,7 @@ def train(feats: Sequence[np.ndarray], labels: Sequence[Tuple[np.ndarray, np.nda
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str) -> Localiser:
-    import torch
+    import torch  # lazy: torch loads only for the learned net; the rules' features need none
 
     ck = torch.load(path, map_location="cpu", weights_only=True)  # tensors and plain values only
     net = _net(len(ck["mu"]), ck["hidden"])
@@ -408,10 +409,7 @@ def learned_rewards(rows: Sequence[dict], strategy: str, config: Optional[Reward
 
 def rules_readings(rows: Sequence[dict], cfg: RewardConfig, encoder) -> List[TokenRewards]:
     """The rules' binary rewards of every row (the "rules" feature set), the encoder's states prefetched in one batch."""
-    from ..alignment.encoders import load_encoder
-    from .rewards import token_rewards
-
-    enc = encoder or load_encoder(cfg.align.encoder)
+    enc = encoder or encoders.load_encoder(cfg.align.encoder)
     enc.prefetch([r["output"] for r in rows] + [clean_correction(r["correction"]).text for r in rows])
     return [token_rewards(r["output"], r["correction"], "binary", cfg, encoder=enc, question=r.get("question"))
             for r in rows]

@@ -53,6 +53,7 @@ from ..text.claims import sentence_spans
 from ..text.corrections import CONTENT_KINDS, clean_correction, guess_lang, value_key, word_kind
 from ..text.tokens import check_text, tokenize
 from .judges import _new_question
+from .localiser import learned_rewards
 from .reviser_lm import CachedLM, LocalLM, RemoteLM
 from .rewards import TokenRewards, affirmed_reward, kept_reward, rejected_reward, sentence_rewards, token_rewards
 from .rules import _units, omitted_at
@@ -311,7 +312,7 @@ def load_reviser(spec: str, device: str = "cpu", dtype=None, settings: Optional[
     (one line) for an endpoint that does not answer or a model without a chat template."""
     if is_url(spec):
         return Reviser(RemoteLM(spec, model), settings)
-    from ..models.lm import load_causal_lm
+    from ..models.lm import load_causal_lm  # lazy: models.lm imports torch: a local reviser only
 
     return Reviser(LocalLM(*load_causal_lm(spec, device=device, dtype=dtype)), settings)
 
@@ -329,7 +330,7 @@ def auto_reviser(settings: ReviserConfig, model=None, tokenizer=None, adapters_o
     if name in ("auto", "base"):
         usable = model is not None and has_chat_template(tokenizer)
         if name == "auto":
-            from ..models.lora import count_parameters
+            from ..models.lora import count_parameters  # lazy: models.lora imports torch: a local reviser only
 
             big = usable and count_parameters(model) > SMALL_MODEL_PARAMS
             return Reviser(LocalLM(model, tokenizer, adapters_off), settings) if big else None
@@ -354,7 +355,7 @@ def run_reviser(cfg, ref, tokenizer) -> Optional[Reviser]:
     """The reviser of a training run (a PPOConfig ``cfg``; ref: the run's frozen reference, a model or the
     adapter-disabled view of the policy, :class:`~claw_lib.models.lora.AdapterDisabled`; None without one): None for
     the strategies that read no alignment and where :func:`auto_reviser` says so (the tiny GPT)."""
-    from ..models.lora import AdapterDisabled
+    from ..models.lora import AdapterDisabled  # lazy: models.lora imports torch: a local reviser only
 
     if cfg.strategy not in ALIGNMENT_STRATEGIES or cfg.reward.localiser == "learned":
         return None
@@ -372,8 +373,6 @@ def batch_rewards(rows: Sequence[dict], strategy: str, config: RewardConfig, enc
     batches) when one is given and the strategy reads an alignment, else :func:`~claw_lib.signals.rewards.token_rewards` row by row
     (response_ids: per row, the policy's ids, for perplexity). What the training loop and the TRL engine call."""
     if config.localiser == "learned" and strategy in ALIGNMENT_STRATEGIES:  # RewardConfig.localiser
-        from .localiser import learned_rewards
-
         return learned_rewards(rows, strategy, config, encoder)
     _check_localiser(config, strategy, reviser)
     if reviser is not None and strategy in ALIGNMENT_STRATEGIES:

@@ -48,7 +48,7 @@ def parse_yes(text: str) -> Optional[float]:
 
 
 def _progress(total: int, desc: str):
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: tqdm.auto looks for a notebook (IPython): only for a long batch
 
     return tqdm(total=total, desc=desc, unit="prompt", file=sys.stderr, disable=None, leave=False)
 
@@ -64,7 +64,7 @@ class LocalLM:
         self.model, self.tok, self.adapters_off = model, tokenizer, adapters_off
 
     def _ctx(self):
-        from ..models.lora import adapters_disabled
+        from ..models.lora import adapters_disabled  # lazy: models.lora imports torch: LocalLM only
 
         return adapters_disabled(self.model) if self.adapters_off else contextlib.nullcontext()
 
@@ -73,14 +73,14 @@ class LocalLM:
 
     def length(self, text: str) -> int:
         """The number of tokens of ``text``."""
-        from ..models.lm import encode
+        from ..models.lm import encode  # lazy: models.lm imports torch: LocalLM only
 
         return len(encode(self.tok, text))
 
     def _generate(self, prompts, budgets, greedy, temperature, seed, batch_size, bar) -> List[str]:
         """One reply per prompt, prompts of similar length batched together (less padding); each reply cut to its
         own budget (greedy replies are the same as with that budget alone)."""
-        from ..models.lm import encode, generate
+        from ..models.lm import encode, generate  # lazy: models.lm imports torch: LocalLM only
 
         order = sorted(range(len(prompts)), key=lambda k: len(encode(self.tok, prompts[k])))
         out: List[str] = [""] * len(prompts)
@@ -114,9 +114,9 @@ class LocalLM:
     def yes_probability(self, conversations, batch_size: int) -> List[float]:
         """P(yes) / (P(yes) + P(no)) of the first reply token, per conversation (one forward pass each; "yes", "Yes",
         " yes", " Yes" and the same for no, each its first token)."""
-        import torch
+        import torch  # lazy: torch: LocalLM only
 
-        from ..models.lm import encode
+        from ..models.lm import encode  # lazy: models.lm imports torch: LocalLM only
 
         yes = sorted({encode(self.tok, w)[0] for w in ("yes", "Yes", " yes", " Yes")})
         no = sorted({encode(self.tok, w)[0] for w in ("no", "No", " no", " No")})

@@ -47,6 +47,7 @@ from ..config import validate
 from ..text.corrections import clean_correction, guess_lang
 from ..text.langs import warn_language_mismatch
 from ..prompts import build_prompt, response_text
+from ..text.memo import one_pair
 from ..text.tokens import Token, check_text, subtoken_spans, subtokens_to_words, tokenize
 from ..utils import check_real, finite_array
 from .rules import MARKS, Evidence, addressed_sentences, omitted_at, read_pair, sentence_of
@@ -95,6 +96,7 @@ class TokenRewards:
 
 
 
+@one_pair()
 def token_rewards(output: str, correction: str, strategy: str = "binary", config: Optional[RewardConfig] = None,
                   encoder=None, judge=None, question: Optional[str] = None,
                   response_ids: Optional[Sequence[int]] = None) -> TokenRewards:
@@ -108,6 +110,9 @@ def token_rewards(output: str, correction: str, strategy: str = "binary", config
     question: the question the output answers (perplexity context; optional).
     response_ids: perplexity only: the judge-tokenizer ids that produced ``output`` (the policy's
               own actions in PPO); scored as they are instead of re-tokenising the text.
+
+    Each distinct text of the pair (the output, the cleaned correction, its copula turned round, its clauses) is
+    tokenized and split once (:func:`~claw_lib.text.memo.one_pair`).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from ..config import RewardConfig
 from ..text.claims import clause_spans, polarity_flips, quoted_spans, sentence_spans, swap_items
 from ..text.corrections import (CONTENT_KINDS, EXACT_KINDS, guess_lang, invert_copula, negated_spans, value_key,
                                 word_kind)
+from ..text.memo import one_pair
+from ..text.phrases import ZH_MEASURES
 from ..text.tokens import Token, tokenize
 
 __all__ = ["Facts", "Evidence", "Reading", "read_pair", "align_pair", "marks", "MARKS", "sentence_of",
@@ -51,8 +53,6 @@ _EN_UNITS = frozenset("""% percent meter meters metre metres kilometer kilometer
 
 def _units_after(tokens: Sequence[Token], kinds: Sequence[str]) -> List[str]:
     """Per token: the unit word right after it when it is a number ("" otherwise, or when none follows)."""
-    from ..text.phrases import ZH_MEASURES
-
     out = []
     for k, t in enumerate(tokens):
         nxt = tokens[k + 1].text.casefold() if k + 1 < len(tokens) else ""
@@ -75,15 +75,6 @@ class Facts:
     ckey: List[str]
     ounit: List[str]
     cunit: List[str]
-    _clauses: Dict[str, List[Tuple[int, int]]] = field(default_factory=dict, repr=False, compare=False)
-
-    def clauses(self, text: str) -> List[Tuple[int, int]]:
-        """The clause spans of ``text`` (:func:`~claw_lib.text.claims.clause_spans`), split once per pair: the rules
-        read the correction's clauses in three places (the sentences they target, the sentences they restate, what
-        a "but" concedes)."""
-        if text not in self._clauses:
-            self._clauses[text] = clause_spans(text)
-        return self._clauses[text]
 
 
 def _side(tokens: Sequence[Token]) -> Tuple[List[str], List[str], List[str]]:
@@ -263,7 +254,7 @@ def _restated_sentences(ta: TextAlignment, correction: str, sent: np.ndarray, k:
     """Sentences that share at least ``k`` distinct content words with one clause of the correction."""
     okey = [key if kind in CONTENT_KINDS else None for kind, key in zip(f.ok, f.okey)]
     out = set()
-    for a, b in f.clauses(correction):
+    for a, b in clause_spans(correction):
         said = {f.ckey[j] for j, t in enumerate(ta.correction_tokens) if a <= t.start < b and f.kc[j] in CONTENT_KINDS}
         for s in set(sent.tolist()):
             if len({okey[i] for i in range(len(okey)) if sent[i] == s and okey[i] in said}) >= k:
@@ -360,7 +351,7 @@ def _clause_targets(ta: TextAlignment, correction: str, sent: np.ndarray, marked
     strong = {int(sent[i]) for i in marked}
     says, df, share = _sentences_say(f, sent, k, q)
     targets = []
-    for a, b in f.clauses(correction):
+    for a, b in clause_spans(correction):
         js = [j for j, t in enumerate(ta.correction_tokens) if a <= t.start < b and f.kc[j] in CONTENT_KINDS]
         if not js:
             continue
@@ -532,7 +523,7 @@ _BUT = {"zh": ("但是", "但", "不过", "可是", "然而"), "en": ("but", "ho
 def _conceded_j(ta: TextAlignment, correction: str, f: Facts) -> set:
     """Indices of correction words in a clause followed by a "but" clause: what the user concedes ("Auckland
     is the biggest city, but ...") is not a confirmation of the output's claim about it."""
-    spans = f.clauses(correction)
+    spans = clause_spans(correction)
     zh = guess_lang(correction) == "zh"
     out = set()
     for (a, b), (c, _) in zip(spans, spans[1:]):
@@ -721,11 +712,13 @@ class Reading:
     evidence: Evidence
 
 
+@one_pair()
 def read_pair(output: str, text: str, cfg: RewardConfig, encoder, tokens, question: Optional[str], affirmed: bool,
               info: dict) -> Reading:
     """The rules engine on one pair. text: the cleaned correction; tokens: the output's word tokens; affirmed: the
     reply starts with an affirmation (``elaboration``). Writes ``negated``, ``addressed_sentences`` and
-    ``aligned_correction`` (when turned round) into ``info``."""
+    ``aligned_correction`` (when turned round) into ``info``. Each distinct text of the pair is tokenized and split
+    once (:func:`~claw_lib.text.memo.one_pair`)."""
     ta, aligned, f = align_pair(output, text, cfg, encoder, tokens)
     if aligned != text:
         info["aligned_correction"] = aligned

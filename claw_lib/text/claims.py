@@ -24,6 +24,7 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 from .corrections import CONTENT_KINDS, EXACT_KINDS, is_chinese, value_key, word_kind
+from .memo import recall
 from .tokens import Token, tokenize
 
 __all__ = ["sentence_spans", "clause_spans", "quoted_spans", "polarity_flips", "swap_items", "SWAP_CUES"]
@@ -56,6 +57,10 @@ def sentence_spans(text: str) -> List[Tuple[int, int]]:
 def clause_spans(text: str) -> List[Tuple[int, int]]:
     """[start, end) of the clauses of a correction: sentences, further split at ，；： , ; : ("Cairo, and it's
     over 100 million people." -> "Cairo," and "and it's over 100 million people.")."""
+    return recall(_clauses, text)
+
+
+def _clauses(text: str) -> List[Tuple[int, int]]:
     return _spans(text, _CLAUSE_END)
 
 

@@ -26,9 +26,11 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
+from .memo import recall
 from .phrases import (AFFIRM_EN, AFFIRM_ZH, ASIDE_STARTS, CONTRAST_MARKERS, COPULAS, FIRST_PERSON, FUNCTION_WORDS,
                       LEADIN_WORDS,
                       NUMBER_WORDS_EN, ZH_MEASURES, ZH_NUMERALS)
+from .tokens import _get_jieba, tokenize
 
 __all__ = ["CleanCorrection", "clean_correction", "negated_spans", "is_chinese", "guess_lang", "word_kind",
            "value_key", "EXACT_KINDS", "CONTENT_KINDS", "invert_copula"]
@@ -154,8 +156,6 @@ _DEGREE = ("更", "最", "很", "较", "比较", "还", "太", "更加")
 def _first_claim_zh(text: str, start: int, end: int):
     """The first word of text[start:end] that carries a claim (function words skipped), with the
     name parts joined to it by a middle dot (比尔·盖茨)."""
-    from .tokens import tokenize
-
     toks = tokenize(text[start:end])
     for k, t in enumerate(toks):
         if word_kind(t.text) not in ("punct", "function") and t.text not in _DEGREE:
@@ -192,7 +192,12 @@ def negated_spans(text: str) -> List[Tuple[int, int]]:
     English: the first such word (or capitalised name) after not / isn't / never / rather than /
     instead of, articles, prepositions and auxiliaries skipped ("Not Berlin" -> Berlin; "in Asia,
     not Africa" -> Africa; "Not for relativity" -> relativity).
+    Inside :func:`~claw_lib.text.memo.one_pair` each distinct text is read once.
     """
+    return recall(_negated, text)
+
+
+def _negated(text: str) -> List[Tuple[int, int]]:
     spans = []
     for m in _ZH_NEG.finditer(text):
         sp = _first_claim_zh(text, *m.span(1))
@@ -235,9 +240,7 @@ def _zh_number(s: str) -> Optional[int]:
 
 @functools.lru_cache(maxsize=4096)
 def _zh_is_name(word: str) -> bool:
-    import jieba.posseg as pseg
-
-    from .tokens import _get_jieba
+    import jieba.posseg as pseg  # lazy: jieba loads on the first Chinese word (claw --help stays jieba-free)
 
     _get_jieba()
     tags = [p.flag for p in pseg.lcut(word)]
@@ -293,8 +296,6 @@ _ZH_CLAUSE = re.compile(r"[^，,；;。！!？?]+[，,；;。！!？?]*")
 
 
 def _says_something(part: str) -> bool:
-    from .tokens import tokenize
-
     return any(word_kind(t.text) in CONTENT_KINDS for t in tokenize(part))
 
 

@@ -22,6 +22,8 @@ from typing import List, Sequence
 
 import numpy as np
 
+from .memo import recall
+
 __all__ = [
     "Token", "tokenize", "subword_tokens", "map_subtokens_to_words", "word_subtoken_overlaps",
     "words_to_subtokens", "subtokens_to_words", "subtoken_spans", "MAX_TEXT_CHARS", "check_text",
@@ -66,7 +68,7 @@ KIT_WORDS = ("不对", "错了", "一百")
 def _get_jieba():
     global _jieba
     if _jieba is None:
-        import jieba
+        import jieba  # lazy: jieba loads on the first Chinese text (claw --help stays jieba-free)
 
         jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict" chatter in notebooks
         jieba.initialize()
@@ -109,8 +111,14 @@ def tokenize(text: str, max_chars: int = MAX_TEXT_CHARS) -> List[Token]:
     Returns a list ordered by ``start``, non-overlapping, no whitespace tokens; ``[]`` for an
     empty or whitespace-only string. Mixed Chinese/English text is handled run by run.
     Raises ``TypeError`` for a non-string and ``ValueError`` for text longer than ``max_chars``.
+    Inside :func:`claw_lib.text.memo.one_pair` each distinct text is split once.
     """
     check_text(text, max_chars)
+    return recall(_split, text)
+
+
+def _split(text: str) -> List[Token]:
+    """The word tokens of a checked ``text`` (:func:`tokenize`)."""
     out: List[Token] = []
     pos = 0
     for run in _CJK_RUN.finditer(text):

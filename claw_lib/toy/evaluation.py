@@ -16,6 +16,7 @@ import numpy as np
 from ..models.lm import Generation, generate
 from ..prompts import teacher_prompt
 from ..signals.opd import judge_turn
+from .env import evaluate
 from .users import Feedback, Task
 
 __all__ = ["greedy_feedback", "evaluate_policy", "evaluate_by_user", "hinted_teacher_score", "EVAL_MAX_NEW_TOKENS"]
@@ -47,8 +48,6 @@ def evaluate_policy(model, tok, env, tasks: Sequence[Task], max_new_tokens: int 
 def evaluate_by_user(model, tok, env, tasks: Sequence[Task], max_new_tokens: int = EVAL_MAX_NEW_TOKENS) -> Dict[str, float]:
     """:func:`evaluate_policy` as {"all": score}, plus each persona's own mean score when the tasks come from a
     :class:`~claw_lib.toy.users.JointEnv` ({"all", "teacher", "student"}); one greedy pass."""
-    from .env import evaluate
-
     scores = [f.score for f in greedy_feedback(model, tok, env, tasks, max_new_tokens)[1]]
     return evaluate(tasks, scores)  # the tasks' own answer: per persona, per episode (claw_lib.toy.env)
 

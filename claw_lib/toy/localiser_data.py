@@ -17,8 +17,12 @@ test-split output or correction of any probe set appears in what it trains on.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
+
+from .real_tasks import real_facts
+from .world import FactWorld
 
 __all__ = ["STYLES", "ERROR_KINDS", "BANK", "Statement", "training_pairs", "normalised"]
 
@@ -226,8 +230,6 @@ def _ask(st: Statement) -> str:
 def _real_statements(lang: str) -> List[Statement]:
     """The real-world facts (capitals, dates, units, arithmetic) as statements; wrong values: the fact's common wrong
     answers and other facts' truths of the same kind."""
-    from .real_tasks import real_facts
-
     facts = [f for f in real_facts() if f.lang == lang]
     out = []
     for f in facts:
@@ -242,8 +244,6 @@ def _real_statements(lang: str) -> List[Statement]:
 
 def _world_statements(lang: str, rng: random.Random) -> List[Statement]:
     """The toy fact world's facts (invented countries) as statements; wrong values from its distractors."""
-    from .world import FactWorld
-
     world = FactWorld()
     out = []
     for f in world.facts("known", langs=(lang,)):
@@ -260,9 +260,6 @@ def _world_statements(lang: str, rng: random.Random) -> List[Statement]:
 def _sources(lang: str, rng: random.Random) -> Dict[str, List[Tuple[str, List[Statement]]]]:
     """Per source, its topics: (question, statements in order). A real-world or world fact is a topic of its own
     question; several of them make a longer output (a multi-part answer)."""
-    from .real_tasks import real_facts
-    from .world import FactWorld
-
     qs = {f.sentence: f.question() for f in real_facts() if f.lang == lang}
     real = [(qs.get(s.text.replace("{v}", s.truth), ""), [s]) for s in _real_statements(lang)]
     world = FactWorld()
@@ -382,8 +379,6 @@ def _one(style: str, e: _Err, lang: str, rng: random.Random, ctx: Dict[str, str]
 
 def _with_number(st: Statement, value: str) -> str:
     """``value`` with the number the sentence says right before it ("2,850 kilometres", "8849米"), or alone."""
-    import re
-
     m = re.search(r"([\d.,]+(?:\s?(?:million|万|亿))?\s?)$", st.text[:st.text.index("{v}")])
     return (m.group(1) if m else "") + value
 

@@ -16,7 +16,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..signals.localiser import Localiser, localise, pair_features, rewards_from, train, word_labels
+from ..config import RewardConfig
+from ..signals.localiser import Localiser, localise, pair_features, rewards_from, rules_readings, train, word_labels
 from .localiser_data import STYLES, training_pairs
 from .probe import PROBE_LONG, PROBE_REAL, PROBE_SET, PROBE_V2, load_probe_set, probe_metrics
 
@@ -82,7 +83,7 @@ def fit_localiser(settings: Optional[FitSettings] = None, encoder=None, sets: Op
                   ) -> Localiser:
     """A localiser trained as :class:`FitSettings` says, its threshold chosen on the dev splits (``sets``, default
     :func:`dev_sets`); ``meta`` records the settings, the dev criterion of every threshold and the label counts."""
-    import torch
+    import torch  # lazy: torch loads only to fit the net
 
     st = settings or FitSettings()
     torch.manual_seed(st.seed)
@@ -101,7 +102,4 @@ def fit_localiser(settings: Optional[FitSettings] = None, encoder=None, sets: Op
 def _readings(rows, features: str, encoder) -> list:
     if features != "rules":
         return [None] * len(rows)
-    from ..config import RewardConfig
-    from ..signals.localiser import rules_readings
-
     return rules_readings(rows, RewardConfig(), encoder)

@@ -33,12 +33,17 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from ..models.lm import generate, pack, response_logprobs
-from ..models.loading import file_sha256, verify_manifest, write_manifest
+from ..models.lm import generate, load_causal_lm, pack, response_logprobs
+from ..models.loading import ModelNotAvailableError, file_sha256, verify_manifest, write_manifest
 from ..prompts import CHAT_MARKERS, PROMPT_FORMS, build_prompt, response_text
 from ..text.phrases import CORRECTION_LEADS, STYLE_HINTS
+from ..utils import FolderLock, OutputFolder, disk_errors
 from .corpus import make_example, sample_corpus
+from .evaluation import hinted_teacher_score
+from .tools import TOOL_ALIASES, ToolFact, run_lookup
+from .users import FactEnv
 from .world import Fact, FactWorld, WorldConfig
 
 __all__ = ["PretrainConfig", "pretrain", "reevaluate", "train_tokenizer", "evaluate_lm", "auc", "file_sha256"]
@@ -85,7 +90,7 @@ def train_tokenizer(texts: List[str], vocab_size: int = 2048):
 
     Chinese characters and full-width punctuation are split one by one before BPE, so a token
     never spans two of them; English words are merged within words only."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    # lazy: transformers (seconds to import) loads only when pretraining
     from transformers import PreTrainedTokenizerFast
 
     eos = "<|endoftext|>"
@@ -149,8 +154,6 @@ def pretrain(config: Optional[PretrainConfig], out_dir, progress: bool = True, e
     folder is locked for the whole run; files are written to a temporary folder beside it and moved in
     one by one at the end, the manifest last (a crash half-way leaves files its manifest does not match,
     which the loader refuses)."""
-    from ..utils import OutputFolder
-
     cfg = config or PretrainConfig()
     for name in ("steps", "batch_size", "vocab_size", "n_layer", "n_embd", "n_head", "n_positions", "tokenizer_examples"):
         if getattr(cfg, name) < 1:
@@ -214,6 +217,7 @@ def _pretrain(cfg: PretrainConfig, folder, progress: bool, evaluate: bool) -> di
 def _new_model(cfg: PretrainConfig, tok):
     """A freshly initialised GPT-2 of ``cfg``'s size (the caller seeds torch) and its AdamW (weight decay on the
     matrices only)."""
+    # lazy: transformers (seconds to import) loads only when pretraining
     from transformers import GPT2Config, GPT2LMHeadModel
 
     mcfg = GPT2Config(vocab_size=len(tok), n_positions=cfg.n_positions, n_embd=cfg.n_embd, n_inner=cfg.n_inner,
@@ -231,7 +235,7 @@ def _new_model(cfg: PretrainConfig, tok):
 def _train_steps(model, opt, world, tok, cfg: PretrainConfig, progress: bool) -> List[float]:
     """``cfg.steps`` AdamW steps on the answer tokens (warm-up and cosine rate, gradients clipped to norm 1);
     returns the loss of every step (mean NLL per answer token, nats). The model is left in eval mode."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # lazy: tqdm.auto looks for a notebook (IPython)
 
     batches = _batches(world, tok, random.Random(cfg.seed + 1), cfg.batch_size, cfg.length_pool)
     losses: List[float] = []
@@ -258,8 +262,6 @@ def _train_steps(model, opt, world, tok, cfg: PretrainConfig, progress: bool) ->
 def _save_model(out: Path, model, tok) -> Path:
     """The model and tokenizer written into a temporary folder beside ``out`` (returned); a failure (a full disk:
     one-line OSError, OP07) leaves no temporary folder."""
-    from ..utils import disk_errors
-
     where = out.resolve()  # "." has no name: the temporary folder goes beside the real one
     tmp = where.parent / f".{where.name}.tmp{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -310,10 +312,6 @@ def reevaluate(out_dir, force: bool = False) -> dict:
     (whole, :func:`~claw_lib.models.loading.write_manifest`; training entries kept) only with ``force``,
     which also skips the check and writes the files' current hashes: re-hashing files that changed is
     always an explicit choice."""
-    from ..models.lm import load_causal_lm
-    from ..models.loading import ModelNotAvailableError
-    from ..utils import FolderLock
-
     out = Path(out_dir)
     if not (out / "manifest.json").is_file():
         raise ValueError(f"{out} holds no checkpoint with a manifest.json to re-evaluate")
@@ -396,8 +394,6 @@ def _tool_metrics(model, tok, world: FactWorld, rng: random.Random, n: int = 40)
     """The lookup tool, per language: right calls without a hint for known countries (no planted
     alias) and for held-out ones (the name is copied from the question), the probability of the
     planted wrong name, and right calls with the tool's error as the hint."""
-    from .tools import TOOL_ALIASES, ToolFact, run_lookup
-
     out = {}
     for lang in ("zh", "en"):
         clean = [ToolFact(f) for f in world.facts("known", langs=(lang,)) if f.country.zh not in TOOL_ALIASES]
@@ -418,9 +414,6 @@ def _tool_metrics(model, tok, world: FactWorld, rng: random.Random, n: int = 40)
 def _hinted_teacher(model, tok, world: FactWorld, n: int = 60) -> Dict:
     """The hinted teacher's score (:func:`claw_lib.toy.evaluation.hinted_teacher_score`) for the two
     style users, the tool user, and the correcting user: what OPD can reach with each."""
-    from .evaluation import hinted_teacher_score
-    from .users import FactEnv
-
     out = {}
     for user in ("student", "teacher", "correcting", "tool"):
         q = hinted_teacher_score(model, tok, FactEnv(world, user=user, seed=0, p_vague=0.0), n=n)

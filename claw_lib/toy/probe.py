@@ -26,6 +26,7 @@ import numpy as np
 
 from ..config import RewardConfig
 from ..signals.rewards import token_rewards
+from .users import CorrectingUser
 
 __all__ = ["world_rows", "PROBE_SET", "PROBE_V2", "PROBE_LONG", "PROBE_REAL", "load_probe_set", "split_of", "probe_metrics", "judge_can_read",
            "probe_table",
@@ -275,8 +276,6 @@ def world_rows(world, facts: Sequence, seed: int = 0, per_fact: int = 2, p_wrong
     the character span of the stated value (right or wrong) and ``rejected``: ``[value]`` for a
     wrong answer, ``[]`` for a right one.
     """
-    from .users import CorrectingUser
-
     rng = random.Random(seed)
     user = CorrectingUser(world, p_noise=p_noise, p_vague=p_vague, seed=seed)
     rows = []

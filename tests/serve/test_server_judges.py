@@ -4,6 +4,8 @@ import time
 import httpx
 import openai
 
+from claw_lib.apps.cli import build_parser
+from claw_lib.apps.serve_cli import serve_config
 from claw_lib.config import PPOConfig
 from claw_lib.serve import LiveServer, ServeConfig
 from tests.scripted_judge import ScriptedJudge
@@ -31,6 +33,15 @@ def test_a_silent_session_gives_no_sample_for_its_open_turn():
         assert srv.system.turns["quiet#0"].next_state is None  # the late message is not the expired turn's next state
 
 
+def _corrected_session(srv, sid: str) -> None:
+    """Session ``sid``: the question, then the user's correction of the answer, which ends the session."""
+    c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
+    c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": sid})
+    c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
+                                                          {"role": "user", "content": "不对，是安卡拉。"}],
+                              extra_headers={"X-Session-Id": sid, "X-Session-Done": "true"})
+
+
 def _scripted_reply(messages):
     """The Binary RL prompt gets \\boxed{-1}, the hint prompt a hint and \\boxed{1}."""
     if "HINT_START" in messages[0]["content"]:
@@ -44,11 +55,7 @@ def test_an_openai_compatible_url_as_judge(tmp_path):
     endpoint = ScriptedJudge(reply=_scripted_reply)
     with endpoint as url, LiveServer(_cfg(judge=url, judge_model="judge-model", train=False), port=0,
                                      out=tmp_path / "run") as srv:
-        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
-        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "j"})
-        c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
-                                                              {"role": "user", "content": "不对，是安卡拉。"}],
-                                  extra_headers={"X-Session-Id": "j", "X-Session-Done": "true"})
+        _corrected_session(srv, "j")
         assert srv.wait_idle(60)
         t = srv.system.turns["j#0"]
         m = srv.system.ppo.opd.m
@@ -72,11 +79,7 @@ def test_a_judge_whose_requests_fail_gives_failed_votes_not_a_crash(tmp_path):
     """The endpoint answers /v1/models (a URL that does not is refused at the start: R4-10,
     tests/apps/test_safety_r4_judge.py), then fails every completion: failed votes, an excluded turn, no crash."""
     with ScriptedJudge(reply=_broken) as url, LiveServer(_cfg(judge=url, train=False), port=0) as srv:
-        c = openai.OpenAI(base_url=srv.base_url, api_key="none", max_retries=0)
-        c.chat.completions.create(model="tiny", messages=Q, extra_headers={"X-Session-Id": "u"})
-        c.chat.completions.create(model="tiny", messages=Q + [{"role": "assistant", "content": "x"},
-                                                              {"role": "user", "content": "不对，是安卡拉。"}],
-                                  extra_headers={"X-Session-Id": "u", "X-Session-Done": "true"})
+        _corrected_session(srv, "u")
         assert srv.wait_idle(120)
         t = srv.system.turns["u#0"]
         assert t.status == "excluded" and t.score == 0 and all(v is None for v in t.votes)
@@ -96,3 +99,19 @@ def test_the_answer_to_a_reply_gives_no_sample_when_the_next_message_is_a_questi
         assert reply_answer["next_state"] == "德国的首都是哪里？" and reply_answer["hint"] is None
         assert reply_answer["score"] == 0 and reply_answer["status"] == "excluded"
         assert last["status"] == "no_sample"
+
+
+def test_claw_serve_asks_the_judge_url_for_its_models_once():
+    """``claw serve --judge URL`` (the command's two steps: the checked settings, then the server) asks the endpoint
+    for ``/v1/models`` once, when the system builds its judge (issue 44; it asked three times: the command's check,
+    the system's check and the judge loop's judge), and the judge loop judges with that judge."""
+    endpoint = ScriptedJudge(reply=_scripted_reply)
+    with endpoint as url:
+        a = build_parser().parse_args(["serve", "--judge", url, "--no-train", "--batch-size", "2", "--threads", "1",
+                                       "--max-new-tokens", "12", "--port", "0"])
+        with LiveServer(serve_config(a), port=0) as srv:
+            _corrected_session(srv, "once")
+            assert srv.wait_idle(60)
+            assert srv.system.turns["once#0"].status == "scored"
+    assert endpoint.models_asked == 1
+    assert {r["model"] for r in endpoint.requests} == {"scripted-judge"}  # the first model the endpoint lists

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from claw_lib.config import RewardConfig
 from claw_lib.signals.rewards import ARTICLE_RULES, fuse_rewards, token_rewards
+from claw_lib.text import claims, corrections, tokens
 from claw_lib.text.corrections import clean_correction, negated_spans
 
 SEED_OUT, SEED_COR = "法国的首都是伦敦。", "不对，法国的首都是巴黎。"
@@ -323,3 +324,27 @@ def test_a_judge_fills_only_the_words_the_rules_leave_silent(e5, tiny):
     assert both.info["judge_filled"] == [t.text for t, s in zip(rule.tokens, silent) if s]
     zero = token_rewards(out, cor, "binary", encoder=e5, judge=tiny, question=q)
     assert zero.rewards.tolist() == rule.rewards.tolist()
+
+
+@pytest.mark.parametrize("output,correction", [
+    ("法国的首都是伦敦。", "不对，巴黎才是首都。"),  # the copula turned round: a second alignment
+    ("Auckland is the capital of New Zealand.", "Auckland is the biggest city, but the capital is Wellington."),
+    ("水在100度沸腾，冰在10度融化。", "冰是在0度融化的，\"不是10度\"。"),  # a negation, read by two rules
+    ("The CPU has 8 GB of memory and 256 GB of disk.", "You've got memory and disk mixed up."),  # a swap
+])
+def test_a_pair_tokenizes_and_splits_each_of_its_texts_once(e5, monkeypatch, output, correction):
+    """A correction on its way to its rewards is tokenized and split once (issue 44): the cleaner, the aligner and
+    the rules ask for the same texts (the output, the cleaned correction, its copula turned round, its clauses), and
+    each distinct text reaches the tokenizer, the clause splitter and the negation reader once."""
+    seen = {"tokens": [], "clauses": [], "negated": []}
+    for mod, name, key in ((tokens, "_split", "tokens"), (claims, "_clauses", "clauses"),
+                           (corrections, "_negated", "negated")):
+        fn = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda text, fn=fn, key=key: seen[key].append(text) or fn(text))
+    for strategy in ("binary", "continuous", "sentence"):
+        for v in seen.values():
+            v.clear()
+        token_rewards(output, correction, strategy, encoder=e5, question="What does it say?")
+        for key, texts in seen.items():
+            assert len(texts) == len(set(texts)), (key, sorted(t for t in set(texts) if texts.count(t) > 1))
+        assert output in seen["tokens"] and clean_correction(correction).text in seen["tokens"]
