@@ -17,7 +17,6 @@ the lone request's p50 (concurrency 1 of the same server kind). Server kinds alt
 ``benchmarks/bench_serve.py`` is the other serving benchmark: latency with training on vs off.
 """
 import argparse
-import gc
 import json
 import os
 import platform
@@ -103,9 +102,16 @@ def run_kind(max_batch: int, fmt: str, a, threads: int) -> dict:
             out[c] = r
             print(f"{fmt}, max_batch {max_batch:>2}, {c:>2} sessions: {r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
                   f"{np.percentile(r['latency_s'], 50) * 1e3:.0f} ms", flush=True)
-    del srv
-    gc.collect()  # a 0.5B server's copies go before the next server loads its own (one run was killed for memory)
     return out
+
+
+def in_child(max_batch: int, fmt: str, a, threads: int) -> dict:
+    """:func:`run_kind` in a child process, so that a real model's copies are gone before the next server loads its
+    own (in one process a 0.5B run grew to 22 GB by its fourth server and was killed for memory)."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(run_kind, (max_batch, fmt, a, threads))
 
 
 def engine_only(a, threads: int) -> dict:
@@ -245,7 +251,8 @@ def main(argv=None) -> int:
                  for name, mb in (("batched", 16), ("one at a time", 1))]
         for kind, max_batch, fmt in kinds[::1 if k % 2 == 0 else -1]:
             runs.append({"kind": kind, "max_batch": max_batch, "format": fmt,
-                         "by_c": run_kind(max_batch, fmt, a, threads)})
+                         "by_c": in_child(max_batch, fmt, a, threads) if a.model != "tiny"
+                         else run_kind(max_batch, fmt, a, threads)})
     rows = summary(runs, a.concurrency)
     engine = engine_only(a, threads) if a.model == "tiny" else {}  # the engine-alone view: the tiny GPT's only
     text = report(rows, a, threads, engine)
