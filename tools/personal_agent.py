@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from claw_lib.config import HOMEWORK_PERSONAS  # noqa: E402
-from claw_lib.serve.simulate import sessions_until_stable  # noqa: E402
+from claw_lib.serve.simulate import server_idle, sessions_until_stable  # noqa: E402
 from claw_lib.toy.gsm8k import is_correct  # noqa: E402
 from claw_lib.toy.homework import HOMEWORK_LANGS, checks, first_request, preference  # noqa: E402
 from claw_lib.utils import atomic_write, check_out_file, limits_section, script_main  # noqa: E402
@@ -108,13 +108,12 @@ def problem_args(a, split: str) -> list:
 
 
 def wait_trained(url: str, limit_s: float) -> dict:
-    """Poll the status until no turn waits for its judge and no full batch waits for the trainer (or
-    ``limit_s``); returns the last status."""
+    """Poll the status until the server is idle (:func:`claw_lib.serve.simulate.server_idle`: no turn waits for its
+    judge, no full batch for the trainer) or ``limit_s`` has passed; returns the last status."""
     t0 = time.monotonic()
     while True:
         st = httpx.get(url + "/v1/claw/status", timeout=30).json()
-        idle = st["samples_pending"] == 0 and st["samples_scored"] < st["batch_size"]
-        if idle or st["training"] != "running" or time.monotonic() - t0 > limit_s:
+        if server_idle(st) or time.monotonic() - t0 > limit_s:
             return st
         time.sleep(5)
 
@@ -195,14 +194,13 @@ def run(a) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below: CPU time kept
     try:
         drive_stream(a, url, folder)
-        status = wait_trained(url, a.wait_s)
+        wait_trained(url, a.wait_s)
         rows = heldout(a, url, folder)
         status = httpx.get(url + "/v1/claw/status", timeout=30).json()
-        cpu = spent + cpu_seconds(proc.pid)
     finally:
-        cpu_now = spent + cpu_seconds(proc.pid)
+        cpu = spent + cpu_seconds(proc.pid)
         with atomic_write(progress, replace=True) as f:
-            json.dump({"cpu_s": cpu_now}, f)
+            json.dump({"cpu_s": cpu}, f)
         proc.terminate()
         proc.wait(timeout=120)
     out = finish(a, folder, rows, cpu, status)

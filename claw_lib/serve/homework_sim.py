@@ -228,12 +228,10 @@ def run_from_args(a) -> int:
     the end."""
     done, prefix = [], a.session_prefix
     if a.resume and a.out is not None and Path(a.out).is_file():
-        done, prefix = _resumed(a.out, a.user, a.lang, prefix)
-        prefix = prefix or f"hw-{a.user}-s{a.seed}-{uuid.uuid4().hex[:6]}"
+        done, prefix = _resumed(a.out, a.user, a.lang, prefix)  # None: simulate_homework draws one
     else:
         out = check_new_file(a.out, a.force) if a.out is not None else None
         if a.resume and out is not None:
-            prefix = prefix or f"hw-{a.user}-s{a.seed}-{uuid.uuid4().hex[:6]}"
             out.write_text("", encoding="utf-8")  # the journal the sessions are appended to
     problems = stream_problems(a.split, a.gsm8k, a.problems)
     if a.sessions is not None:
