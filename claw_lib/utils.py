@@ -21,7 +21,8 @@ import numpy as np
 __all__ = ["cache_dir", "resolve_device", "seed_everything", "stable_printing", "free_cpus", "set_threads",
            "atomic_write", "publish_report", "limits_section", "LIMITS_HEADING", "FolderLock",
            "FolderBusyError", "DeviceNotAvailableError", "check_new_file", "OutputFolder", "MARKER",
-           "script_main", "disk_errors", "finite_array", "check_real", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path"]
+           "script_main", "disk_errors", "finite_array", "check_real", "is_stream", "own_stream", "special_file", "check_out_file", "add_report_args", "report_path",
+           "mean_se"]
 
 
 def cache_dir() -> Path:
@@ -221,6 +222,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def mean_se(values) -> tuple:
+    """(mean, standard error of the mean) of ``values`` (n numbers; booleans count as 0/1): the standard error is
+    the sample standard deviation (ddof 1) over sqrt(n); ``(nan, nan)`` for none, ``(mean, nan)`` for one. For 0/1
+    values it is sqrt(m (1 - m) / (n - 1))."""
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if n == 0:
+        return math.nan, math.nan
+    m = sum(xs) / n
+    if n == 1:
+        return m, math.nan
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1) / n)
 
 
 @contextlib.contextmanager

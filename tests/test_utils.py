@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from claw_lib.alignment.encoders import load_encoder
-from claw_lib.utils import cache_dir, resolve_device, seed_everything, stable_printing
+from claw_lib.utils import cache_dir, mean_se, resolve_device, seed_everything, stable_printing
 
 
 def test_cuda_request_without_gpu_is_clear():
@@ -131,3 +131,20 @@ def test_report_scripts_refuse_an_existing_out_before_any_work(tmp_path):
     assert report_path(ap.parse_args([])) is None
     with pytest.raises(SystemExit):
         report_path(ap.parse_args(["--out", str(tmp_path)]))  # a folder
+
+
+@pytest.mark.parametrize("values", [[1, 0, 0, 1, 1], [0.5, 2.0, -1.0], [3.0, 3.0], [True, False, False]])
+def test_mean_se_is_numpys_mean_and_sample_sd_over_root_n(values):
+    m, se = mean_se(values)
+    x = np.asarray(values, dtype=float)
+    assert m == pytest.approx(x.mean())
+    assert se == pytest.approx(x.std(ddof=1) / np.sqrt(len(x)))
+
+
+def test_mean_se_of_zero_one_values_is_the_binomial_formula_and_nan_where_undefined():
+    xs = [1] * 7 + [0] * 13
+    m, se = mean_se(xs)
+    assert se == pytest.approx(np.sqrt(m * (1 - m) / (len(xs) - 1)))
+    assert all(np.isnan(mean_se([])))
+    one = mean_se([2.5])
+    assert one[0] == 2.5 and np.isnan(one[1])

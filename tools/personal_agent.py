@@ -40,6 +40,7 @@ from claw_lib.serve.simulate import server_idle, sessions_until_stable  # noqa: 
 from claw_lib.toy.gsm8k import is_correct  # noqa: E402
 from claw_lib.toy.homework import HOMEWORK_LANGS, checks, first_request, preference  # noqa: E402
 from claw_lib.utils import atomic_write, check_out_file, limits_section, script_main  # noqa: E402
+from claw_lib.utils import mean_se as utils_mean_se  # noqa: E402
 
 #: arm -> (claw serve flags, claw simulate flags)
 ARMS = {"combined": (["--strategy", "combined"], []), "binary_rl": (["--strategy", "binary_rl"], []),
@@ -96,7 +97,8 @@ def drive_stream(a, url: str, folder: Path) -> None:
     """``claw simulate --stream gsm8k --resume`` against ``url`` (the sessions go to ``folder/sessions.jsonl``)."""
     cmd = [sys.executable, "-m", "claw_lib.apps.cli", "simulate", "--url", url, "--stream", "gsm8k", "--user",
            a.persona, "--lang", a.lang, "--seed", str(a.seed), "--concurrency", str(a.concurrency), "--max-tokens",
-           str(a.max_tokens), "--max-turns", str(a.max_turns), "--timeout", "3600", "--session-prefix", f"{a.persona}-{a.arm}-s{a.seed}",
+           str(a.max_tokens), "--max-turns", str(a.max_turns), "--timeout", "3600",
+           "--wait-trained", str(a.wait_trained), "--session-prefix", f"{a.persona}-{a.arm}-s{a.seed}",
            "--out", str(folder / "sessions.jsonl"), "--resume"] + ARMS[a.arm][1] + problem_args(a, "stream")
     if a.sessions is not None:
         cmd += ["--sessions", str(a.sessions)]
@@ -153,12 +155,10 @@ def heldout(a, url: str, folder: Path) -> list:
 
 
 def mean_se(xs) -> tuple:
-    """(mean, standard error of the mean) of 0/1 values; (None, None) for none."""
-    n = len(xs)
-    if n == 0:
-        return None, None
-    m = sum(xs) / n
-    return round(m, 4), (round(math.sqrt(m * (1 - m) / (n - 1)), 4) if n > 1 else None)
+    """(mean, standard error) of 0/1 values, rounded to 4 places (:func:`claw_lib.utils.mean_se`); None where
+    there are too few values for it (no value: both; one: the standard error)."""
+    m, se = utils_mean_se(xs)
+    return tuple(None if math.isnan(v) else round(v, 4) for v in (m, se))
 
 
 def finish(a, folder: Path, rows: list, cpu_s: float, status: dict) -> dict:
@@ -175,7 +175,8 @@ def finish(a, folder: Path, rows: list, cpu_s: float, status: dict) -> dict:
            "heldout_n": len(rows), "heldout_style": style, "heldout_style_se": style_se,
            "heldout_correct": correct, "heldout_correct_se": correct_se, "cpu_minutes": round(cpu_s / 60, 1),
            "policy_version": status.get("policy_version"), "updates": status.get("updates"),
-           "serving_format": a.serving_format, "max_tokens": a.max_tokens, "max_turns": a.max_turns}
+           "serving_format": a.serving_format, "max_tokens": a.max_tokens, "max_turns": a.max_turns,
+           "wait_trained_s": getattr(a, "wait_trained", None)}
     with atomic_write(folder / "done.json", replace=True) as f:
         json.dump(out, f, indent=1)
     return out
@@ -428,6 +429,9 @@ def parse(argv=None):
                         "the one judged, the complaint on it is its training signal)")
     r.add_argument("--serving-format", default="full", choices=("full", "bf16", "int8"))
     r.add_argument("--threads", type=int, default=1, help="the server's torch threads (default 1)")
+    r.add_argument("--wait-trained", type=float, default=120.0, metavar="SECONDS",
+                   help="after each session wait at most this long for the server to judge and train what it has "
+                        "(claw simulate's flag; default 120; longer: updates land between sessions on a slow CPU)")
     r.add_argument("--wait-s", type=float, default=3600.0, help="longest wait for the last updates (default 3600)")
     r.add_argument("--serve-args", nargs=argparse.REMAINDER, default=[], help="more claw serve flags, last")
     s = sub.add_parser("summary", help="summary.json from the finished runs")
@@ -443,6 +447,8 @@ def parse(argv=None):
     rp.add_argument("--out", required=True)
     rp.add_argument("--force", action="store_true", help="replace --out")
     a = ap.parse_args(argv)
+    if a.cmd == "run" and a.wait_trained < 0:
+        raise ValueError(f"--wait-trained must be 0 or more seconds, got {a.wait_trained}")
     for name in ("sessions", "heldout", "concurrency", "max_tokens", "batch_size", "max_turns"):
         v = getattr(a, name, None)
         if v is not None and v < 1:

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from claw_lib.utils import mean_se
+
 STRATEGIES = ("combined", "binary_rl")
 FIELDS = ("strategy", "seed", "session", "session_id", "scores", "mean_score", "holds", "first_holds",
           "version_first", "version_last", "wait_timed_out", "run_sessions", "turns", "batch_size")
@@ -39,18 +41,6 @@ DEFAULT_OUT = Path("results/serve/sessions_to_stable.md")
 
 
 # --------------------------------------------------------------------------- the table logic (no server)
-
-def mean_se(values: Sequence[float]) -> Tuple[float, float]:
-    """Mean and standard error (sample standard deviation, ddof 1, over sqrt(n)); s.e. is nan for one value."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan
-    m = sum(values) / n
-    if n == 1:
-        return m, math.nan
-    var = sum((v - m) ** 2 for v in values) / (n - 1)
-    return m, math.sqrt(var / n)
-
 
 def per_run(rows: Sequence[dict]) -> Dict[Tuple[str, int], dict]:
     """{(strategy, seed): {"value": sessions until stable or None, "counted": value with never = the run length,

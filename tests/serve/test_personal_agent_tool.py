@@ -68,6 +68,8 @@ def test_bad_settings_are_one_line():
     tool = load_tool("personal_agent")
     with pytest.raises(ValueError, match="--max-turns must be at least 1"):
         tool.parse(["run", "--max-turns", "0"])
+    with pytest.raises(ValueError, match="--wait-trained must be 0 or more seconds"):
+        tool.parse(["run", "--wait-trained", "-1"])
 
 
 def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
