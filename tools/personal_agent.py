@@ -22,9 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from claw_lib.config import HOMEWORK_PERSONAS  # noqa: E402
+from claw_lib.serve.process import cpu_seconds, start_claw_serve  # noqa: E402
 from claw_lib.serve.simulate import server_idle, sessions_until_stable  # noqa: E402
 from claw_lib.toy.gsm8k import is_correct  # noqa: E402
 from claw_lib.toy.homework import HOMEWORK_LANGS, checks, first_request, preference  # noqa: E402
@@ -50,47 +49,17 @@ ARMS = {"combined": (["--strategy", "combined"], []), "binary_rl": (["--strategy
 START_TIMEOUT_S = 900
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_dir(a) -> Path:
     return Path(a.runs) / f"{a.persona}_{a.lang}" / a.arm / f"seed{a.seed}"
 
 
 def start_server(a, folder: Path):
-    """``claw serve`` for the arm on a free port, its output in ``folder/serve.log``: (process, url) once
-    ``/v1/models`` answers. RuntimeError (one line) when it exits or does not answer in time."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "claw_lib.apps.cli", "serve", "--model", a.model, "--seed", str(a.seed),
-           "--serving-format", a.serving_format, "--max-tokens-limit", str(a.max_tokens), "--batch-size",
-           str(a.batch_size), "--max-new-tokens", str(a.max_tokens), "--threads", str(a.threads),
-           "--out", str(folder / "server"), "--port", str(port)] + ARMS[a.arm][0] + a.serve_args
-    log = open(folder / "serve.log", "a", encoding="utf-8")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    url, t0 = f"http://127.0.0.1:{port}", time.monotonic()
-    while time.monotonic() - t0 < START_TIMEOUT_S:
-        if proc.poll() is not None:
-            raise RuntimeError(f"claw serve exited with {proc.returncode}; see {folder / 'serve.log'}")
-        try:
-            if httpx.get(url + "/v1/models", timeout=5).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(2)
-    proc.kill()
-    raise RuntimeError(f"claw serve did not answer within {START_TIMEOUT_S} s; see {folder / 'serve.log'}")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a running process (Linux /proc), 0.0 where unreadable."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+    """``claw serve`` for the arm (:func:`claw_lib.serve.process.start_claw_serve`, its output in
+    ``folder/serve.log``): (process, url) once it answers."""
+    flags = ["--model", a.model, "--seed", a.seed, "--serving-format", a.serving_format, "--max-tokens-limit",
+             a.max_tokens, "--batch-size", a.batch_size, "--max-new-tokens", a.max_tokens, "--threads", a.threads,
+             "--out", folder / "server"] + ARMS[a.arm][0] + a.serve_args
+    return start_claw_serve(flags, folder / "serve.log", START_TIMEOUT_S)
 
 
 def drive_stream(a, url: str, folder: Path) -> None:

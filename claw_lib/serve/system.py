@@ -241,7 +241,7 @@ class LiveSystem:
                     "samples_judging": by.get("judging", 0),
                     "samples_scored": by.get("scored", 0), "samples_excluded": by.get("excluded", 0),
                     "last_update_s": self.last_update_s, "last_update_duration_s": self.last_update_duration_s,
-                    "training": training, "stopped_reason": self.stopped_reason, "strategy": self.ppo.strategy,
+                    "updates": len(self.updates), "training": training, "stopped_reason": self.stopped_reason, "strategy": self.ppo.strategy,
                     "model": self.model_id, "sessions_open": self.book.open_count(), "batch_size": self.ppo.batch_size,
                     "match_sessions": self.cfg.match_sessions,
                     "metrics": dict(self.metrics[-1]) if self.metrics else {}, "uptime_s": round(time.time() - self.t0, 3),

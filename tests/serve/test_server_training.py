@@ -47,7 +47,7 @@ def test_corrections_change_the_next_answer_and_every_answer_has_one_version(tmp
         st = httpx.get(srv.url + "/v1/claw/status").json()
         assert st["policy_version"] >= 1 and st["samples_trained"] >= 2
         rows = httpx.get(srv.url + "/v1/claw/metrics").json()["rows"]
-        assert [r["version"] for r in rows] == list(range(1, len(rows) + 1))
+        assert [r["version"] for r in rows] == list(range(1, len(rows) + 1)) and st["updates"] == len(rows)
         assert all(r["staleness_mean"] >= 0 and 0 < r["tis/weight_mean"] <= 2 for r in rows)
         assert all(r["publish/weight_delta_norm"] > 0 and r["publish/published"] == 1 for r in rows)  # full fine-tuning
         fresh = [r for r in rows if r["staleness_max"] == 0]  # served by the weights the trainer starts from

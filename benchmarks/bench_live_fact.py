@@ -1,0 +1,186 @@
+"""A person corrects a real model on one fact through ``claw serve``: how much CPU time until its answer changes.
+
+    python benchmarks/bench_live_fact.py --model /path/to/Qwen2.5-0.5B-Instruct [--lang en] [--lr 1e-4]
+        [--max-cpu-minutes 10] [--rounds 8] [--heldout 8] [--out results/serve/live_fact_qwen05.md]
+        [--json results/serve/live_fact_qwen05.json]
+
+Measured, not a test (issue 45's "done when": a person correcting the 0.5B model on one fact it gets wrong sees its
+next answer to that question change within 10 minutes of CPU time, answers to held-out questions unchanged, every
+version written as an adapter). Steps, all through the official ``openai`` client against ``claw serve`` in a child
+process (``claw_lib.serve.process``; the int8 serving copy, PEFT LoRA, one sample per update):
+
+1. the greedy answers (side turns: never trained on) to every capital question of the real-world task set
+   (:mod:`claw_lib.toy.real_tasks`, ``--lang``); the first the model gets wrong is the fact to correct, and the
+   first ``--heldout`` of the others (right or wrong) are the held-out questions;
+2. each round, a session: the person asks the question (greedy), answers with the kit's correcting user's
+   correction ("No, the capital of Australia is Canberra.") and ends the session; the server judges the turn and
+   trains on it (one update per correction); the script waits until the update is published, then asks the
+   question again as a side turn, greedy. It stops when the answer is right, after ``--rounds`` rounds, or when the
+   server has used ``--max-cpu-minutes`` of CPU;
+3. the held-out questions again: how many greedy answers are unchanged, word for word.
+
+CPU minutes are the server process's (user + system, ``/proc``), from its start, model loading included.
+Writes a Markdown page with the rounds, the held-out answers and what it does not establish.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from claw_lib.serve.process import cpu_seconds, start_claw_serve  # noqa: E402
+from claw_lib.text.phrases import CORRECTION_LEADS, with_lead  # noqa: E402
+from claw_lib.toy.real_tasks import real_facts  # noqa: E402
+from claw_lib.utils import add_report_args, atomic_write, check_new_file, limits_section, publish_report, \
+    report_path, script_main  # noqa: E402
+
+LIMITS = [
+    "A person in the page: the person here is a script sending the page's requests through the `openai` client "
+    "(the same API the page calls); the page itself was not driven.",
+    "More than one fact, one model and one seed: one correction on one fact, the model decoded from its int8 copy, "
+    "greedy, with one learning rate.",
+    "That the fact was learned rather than the question's answer memorised: the changed answer is to the same "
+    "question, word for word; paraphrases and the other language were not asked.",
+    "A quiet machine: CPU minutes are the server's own, on 2 shared cores, model loading included.",
+]
+
+
+def ask(client, question: str, session: str | None = None, done: bool = False, history=()) -> str:
+    """One greedy chat completion; ``session``: a main-line turn of that session (``done``: the session ends)."""
+    headers = {} if session is None else {"X-Session-Id": session, "X-Turn-Type": "main",
+                                          **({"X-Session-Done": "true"} if done else {})}
+    msgs = list(history) + [{"role": "user", "content": question}]
+    r = client.chat.completions.create(model=client.models.list().data[0].id, messages=msgs, temperature=0.0, extra_headers=headers)
+    return r.choices[0].message.content or ""
+
+
+def wait_update(url: str, limit_s: float) -> dict:
+    """Poll the status until the server has judged the correction and trained on it, or found nothing to train
+    (:func:`claw_lib.serve.simulate.server_idle`), or ``limit_s`` seconds pass; returns the last status."""
+    import httpx
+
+    from claw_lib.serve.simulate import server_idle
+
+    t0 = time.monotonic()
+    while True:
+        st = httpx.get(url + "/v1/claw/status", timeout=30).json()
+        if server_idle(st) or time.monotonic() - t0 > limit_s:
+            return st
+        time.sleep(2)
+
+
+def choose(client, lang: str, n_heldout: int) -> tuple:
+    """(the fact to correct, its wrong answer, the held-out facts, their answers before): step 1."""
+    facts = [f for f in real_facts() if f.kind == "capital" and f.lang == lang]
+    answers = {}
+    for f in facts:
+        answers[f.text] = ask(client, f.text)
+        if not f.check(answers[f.text]):
+            target = f
+            break
+    else:
+        raise RuntimeError(f"the model answers all {len(facts)} capital questions ({lang}) right: nothing to correct")
+    others = [f for f in facts if f is not target][:n_heldout]
+    before = {f.text: answers.get(f.text) or ask(client, f.text) for f in others}
+    return target, answers[target.text], others, before
+
+
+def rounds(client, url: str, proc, target, a) -> list:
+    """Step 2: correct, wait for the update, ask again; one row per round."""
+    correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
+    rows = []
+    for k in range(a.rounds):
+        session = f"fact-{k:02d}"
+        first = ask(client, target.text, session)
+        ask(client, correction, session, done=True,
+            history=[{"role": "user", "content": target.text}, {"role": "assistant", "content": first}])
+        st = wait_update(url, a.wait_s)
+        after = ask(client, target.text)
+        rows.append({"round": k + 1, "asked": first, "policy_version": st.get("policy_version"),
+                     "updates": st.get("updates"), "samples_scored": st.get("samples_scored"),
+                     "stopped": st.get("stopped_reason"), "answer_after": after, "right": bool(target.check(after)),
+                     "server_cpu_min": round(cpu_seconds(proc.pid) / 60, 2)})
+        print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
+        if rows[-1]["right"] or rows[-1]["server_cpu_min"] >= a.max_cpu_minutes:
+            break
+    return rows
+
+
+def page(res: dict) -> str:
+    """The Markdown report of one run (``res``: what :func:`main` writes as JSON)."""
+    rows = res["rounds"]
+    changed = next((r for r in rows if r["answer_after"] != res["wrong_answer"]), None)
+    right = next((r for r in rows if r["right"]), None)
+    same = sum(res["heldout_before"][q] == res["heldout_after"][q] for q in res["heldout_before"])
+    lines = ["# A person corrects a real model on one fact, live", "",
+             f"Model `{res['model']}`, `claw serve` with {res['serve_flags']}. Written by "
+             "`benchmarks/bench_live_fact.py`; see its docstring.", "",
+             f"The fact: **{res['question']}** (truth: {res['truth']}). The model's greedy answer before: "
+             f"\"{res['wrong_answer']}\". The correction: \"{res['correction']}\".", "",
+             "| round | version after | server CPU min | greedy answer after | right |", "|---|---|---|---|---|"]
+    lines += [f"| {r['round']} | {r['policy_version']} | {r['server_cpu_min']} | "
+              f"{r['answer_after'].replace('|', '/').replace(chr(10), ' ')[:160]} | {r['right']} |" for r in rows]
+    lines += ["",
+              f"- The answer first changed: {'round %d, at %.1f CPU min' % (changed['round'], changed['server_cpu_min']) if changed else 'never'}; "
+              f"first right: {'round %d, at %.1f CPU min' % (right['round'], right['server_cpu_min']) if right else 'never'} "
+              f"(the target: within {res['max_cpu_minutes']:g} CPU minutes).",
+              f"- Held-out questions (the set's other capital questions, {len(res['heldout_before'])}): {same} greedy "
+              "answers unchanged word for word.",
+              f"- Adapters written: {', '.join(res['adapters']) or 'none'}.", "", limits_section(LIMITS)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, help="a local Hugging Face folder (the real model)")
+    ap.add_argument("--lang", default="en", choices=("en", "zh"))
+    ap.add_argument("--lr", type=float, default=None, help="claw serve --lr (default: the per-model default)")
+    ap.add_argument("--rounds", type=int, default=8, help="corrections at most (default 8)")
+    ap.add_argument("--max-cpu-minutes", type=float, default=10.0, help="stop when the server has used this much")
+    ap.add_argument("--heldout", type=int, default=8, help="held-out questions (default 8)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--wait-s", type=float, default=1800.0, help="longest wait for one update (default 1800)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
+    add_report_args(ap, "the Markdown report")
+    a = ap.parse_args(argv)
+    if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0:
+        raise ValueError("--rounds and --heldout must be >= 1 and --max-cpu-minutes > 0")
+    out = report_path(a)
+    if a.json is not None:
+        check_new_file(a.json, a.force)
+    import openai
+
+    flags = ["--model", a.model, "--serving-format", "int8", "--batch-size", 1, "--lora-impl", "peft",
+             "--threads", a.threads] + (["--lr", a.lr] if a.lr is not None else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
+        try:
+            client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
+            target, wrong, others, before = choose(client, a.lang, a.heldout)
+            correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
+            rows = rounds(client, url, proc, target, a)
+            after = {f.text: ask(client, f.text) for f in others}
+            adapters = sorted(p.name for p in (Path(tmp) / "run" / "adapters").glob("v*"))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=120)
+    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:])), "question": target.text,
+           "truth": target.truth, "wrong_answer": wrong, "correction": correction, "rounds": rows,
+           "heldout_before": before, "heldout_after": after, "adapters": adapters,
+           "max_cpu_minutes": a.max_cpu_minutes}
+    if a.json is not None:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(a.json, replace=a.force) as f:
+            json.dump(res, f, indent=1, ensure_ascii=False)
+    publish_report(page(res), out, a.force)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(script_main(main))

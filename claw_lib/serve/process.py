@@ -1,0 +1,60 @@
+"""``claw serve`` in a child process, for the tools and benchmarks that drive a real server as its users do.
+
+:func:`start_claw_serve` starts ``claw serve FLAGS --port P`` on a free localhost port (:func:`free_port`) and returns
+once ``GET /v1/models`` answers (a 0.5B model loads in 30-60 s on a loaded CPU); :func:`cpu_seconds` reads how much
+CPU a process has used so far (Linux ``/proc``), the measure "minutes of CPU time" in the tools' reports.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import httpx
+
+__all__ = ["free_port", "start_claw_serve", "cpu_seconds"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A localhost TCP port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_claw_serve(flags: List[str], log_path, timeout_s: float = 900.0,
+                     env: Optional[dict] = None) -> Tuple[subprocess.Popen, str]:
+    """``claw serve FLAGS --port P`` (this checkout's claw_lib, its output appended to ``log_path``): (the process,
+    its base URL) once ``/v1/models`` answers. RuntimeError (one line) when it exits first or does not answer within
+    ``timeout_s`` seconds (then it is killed)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "claw_lib.apps.cli", "serve", *map(str, flags), "--port", str(port)]
+    with open(log_path, "a", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    url, t0 = f"http://127.0.0.1:{port}", time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"claw serve exited with {proc.returncode}; see {log_path}")
+        try:
+            if httpx.get(url + "/v1/models", timeout=5).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(2)
+    proc.kill()
+    raise RuntimeError(f"claw serve did not answer within {timeout_s:.0f} s; see {log_path}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a running process has used (Linux ``/proc/PID/stat``), 0.0 where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
