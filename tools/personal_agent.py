@@ -265,6 +265,11 @@ def summary(a) -> int:
             "lang": lang, "stream": next(iter(arms.values()))[0]["sessions"],
             "ceiling": ceiling_of(ceil) if ceil is not None and ceil.is_file() else None,
             "arms": {arm: arm_summary(rs) for arm, rs in arms.items()}}
+    for ceil in sorted(Path(a.ceiling).glob("*_*.json")) if a.ceiling else ():  # personas measured, not yet run
+        persona, lang = ceil.stem.rsplit("_", 1)
+        key = persona if lang == "en" else f"{persona}_{lang}"
+        if key not in personas:
+            personas[key] = {"lang": lang, "stream": None, "ceiling": ceiling_of(ceil), "arms": {}}
     with atomic_write(out, replace=a.force) as f:
         json.dump({"model": a.model_name or (Path(model).name if model else None), "personas": personas}, f, indent=1)
     print(f"summary: {out} ({sum(len(p['arms']) for p in personas.values())} arms)")
@@ -318,6 +323,39 @@ def runs_table(summary_data: dict) -> list:
     return lines
 
 
+def heldout_rows(folder: Path) -> dict:
+    """{problem index: row} of a run's ``heldout.jsonl`` ({} when it has none yet)."""
+    path = folder / "heldout.jsonl"
+    if not path.is_file():
+        return {}
+    return {r["problem"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+
+
+def heldout_table(runs_root: Path) -> list:
+    """Markdown lines: per persona, seed and arm, held-out acceptance and correctness (mean, s.e.), and each arm's
+    paired difference from the untrained model (``no_training``, the same seed's run) on the problems both answered:
+    mean of the per-problem differences and its standard error."""
+    lines = ["| persona | seed | arm | problems | accepted (s.e.) | correct (s.e.) | accepted - untrained (s.e.) | "
+             "correct - untrained (s.e.) |", "|---|---|---|---|---|---|---|---|"]
+    for base in sorted(runs_root.glob("*/no_training/seed*")):
+        before = heldout_rows(base)
+        for folder in sorted(base.parent.parent.glob(f"*/{base.name}")):
+            rows = heldout_rows(folder)
+            if not rows:
+                continue
+            cells = []
+            for key in ("accepted", "correct"):
+                m, se = mean_se([r[key] for r in rows.values()])
+                cells.append(f"{m:.2f} ({se:.2f})")
+            for key in ("accepted", "correct"):
+                common = sorted(set(rows) & set(before))
+                m, se = mean_se([int(rows[k][key]) - int(before[k][key]) for k in common])
+                cells.append("-" if folder == base else f"{m:+.2f} ({se:.2f})")
+            lines.append(f"| {base.parent.parent.name} | {base.name[4:]} | {folder.parent.name} | {len(rows)} | "
+                         + " | ".join(cells) + " |")
+    return lines
+
+
 def figure(runs_root: Path, path: Path) -> None:
     """``path`` (PNG): per live run, the first replies accepted so far against the session (the stream's order)."""
     import matplotlib
@@ -368,6 +406,9 @@ def report(a) -> int:
                                               "", "Share of the negative advantage mass per token class (in brackets: "
                                               "replies whose most negative token is there).", ""]
     text += landing_lines(Path(a.ceiling)) + ["", "## The live runs", ""] + runs_table(data)
+    text += ["", "## Held-out problems, no system prompt (the prompt-only control: with it), greedy", "",
+             "Each arm against the untrained model on the same problems (paired: the mean of the per-problem "
+             "differences and its standard error).", ""] + heldout_table(Path(a.runs))
     text += ["", f"![first replies accepted per session]({fig.name})", "", limits_section(LIMITS), ""]
     with atomic_write(out, replace=a.force) as f:
         f.write("\n".join(text))

@@ -85,6 +85,10 @@ def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
     assert tool.main(["summary", "--runs", str(root), "--ceiling", str(ceiling), "--out", str(tmp_path / "s.json")]) == 0
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["personas"]["student"]["ceiling"]["prompted"]["rate"] == 3 / 8
+    (ceiling / "no_latex_en.json").write_text((ceiling / "student_en.json").read_text().replace('"student"', '"no_latex"'))
+    assert tool.main(["summary", "--runs", str(root), "--ceiling", str(ceiling), "--out", str(tmp_path / "s2.json")]) == 0
+    measured_only = json.loads((tmp_path / "s2.json").read_text())["personas"]["no_latex"]  # a ceiling, no run yet
+    assert measured_only["arms"] == {} and measured_only["stream"] is None and measured_only["ceiling"]["prompted"]
     assert tool.main(["report", "--summary", str(tmp_path / "s.json"), "--ceiling", str(ceiling), "--runs", str(root),
                       "--out", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
@@ -107,3 +111,19 @@ def test_a_run_cut_short_is_summarised_from_its_sessions_so_far(runs, tmp_path):
     arm = json.loads((tmp_path / "s.json").read_text())["personas"]["no_latex"]["arms"]["opd"]
     assert arm["partial"] == [True] and arm["sessions"] == [4] and arm["heldout_n"] == [0]
     assert arm["heldout_style"] is None
+
+
+def test_the_heldout_table_pairs_each_arm_with_the_untrained_model_problem_by_problem(tmp_path):
+    tool = load_tool("personal_agent")
+    rows = {"no_training": [(1, 0, 1), (2, 0, 0), (3, 1, 1), (4, 0, 0)],  # (problem, accepted, correct)
+            "prompt_only": [(1, 1, 1), (2, 1, 0), (3, 1, 0), (4, 0, 0)]}
+    for arm, rs in rows.items():
+        folder = tmp_path / "teacher_en" / arm / "seed0"
+        folder.mkdir(parents=True)
+        (folder / "heldout.jsonl").write_text("".join(json.dumps({"problem": p, "accepted": bool(a), "correct": bool(c)})
+                                                      + "\n" for p, a, c in rs))
+    lines = tool.heldout_table(tmp_path)
+    # prompt_only: accepted 3/4, s.e. sqrt(.75 * .25 / 3) = 0.25; correct 1/4 (0.25); accepted - untrained per problem
+    # (+1, +1, 0, 0): +0.50, s.e. sqrt(1/3) / 2 = 0.29; correct (0, 0, -1, 0): -0.25, s.e. 0.25
+    assert "| teacher_en | 0 | prompt_only | 4 | 0.75 (0.25) | 0.25 (0.25) | +0.50 (0.29) | -0.25 (0.25) |" in lines
+    assert "| teacher_en | 0 | no_training | 4 | 0.25 (0.25) | 0.50 (0.29) | - | - |" in lines
