@@ -28,13 +28,12 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from claw_lib.serve.process import cpu_seconds, start_claw_serve  # noqa: E402
+from claw_lib.serve.process import cpu_seconds, start_claw_serve, wait_idle  # noqa: E402
 from claw_lib.text.phrases import CORRECTION_LEADS, with_lead  # noqa: E402
 from claw_lib.toy.real_tasks import real_facts  # noqa: E402
 from claw_lib.utils import add_report_args, atomic_write, check_new_file, limits_section, publish_report, \
@@ -58,21 +57,6 @@ def ask(client, question: str, session: str | None = None, done: bool = False, h
     msgs = list(history) + [{"role": "user", "content": question}]
     r = client.chat.completions.create(model=client.models.list().data[0].id, messages=msgs, temperature=0.0, extra_headers=headers)
     return r.choices[0].message.content or ""
-
-
-def wait_update(url: str, limit_s: float) -> dict:
-    """Poll the status until the server has judged the correction and trained on it, or found nothing to train
-    (:func:`claw_lib.serve.simulate.server_idle`), or ``limit_s`` seconds pass; returns the last status."""
-    import httpx
-
-    from claw_lib.serve.simulate import server_idle
-
-    t0 = time.monotonic()
-    while True:
-        st = httpx.get(url + "/v1/claw/status", timeout=30).json()
-        if server_idle(st) or time.monotonic() - t0 > limit_s:
-            return st
-        time.sleep(2)
 
 
 def choose(client, lang: str, n_heldout: int) -> tuple:
@@ -100,7 +84,7 @@ def rounds(client, url: str, proc, target, a) -> list:
         first = ask(client, target.text, session)
         ask(client, correction, session, done=True,
             history=[{"role": "user", "content": target.text}, {"role": "assistant", "content": first}])
-        st = wait_update(url, a.wait_s)
+        st = wait_idle(url, a.wait_s, poll_s=2.0)
         after = ask(client, target.text)
         rows.append({"round": k + 1, "asked": first, "policy_version": st.get("policy_version"),
                      "updates": st.get("updates"), "samples_scored": st.get("samples_scored"),

@@ -25,7 +25,6 @@ import math
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -34,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from claw_lib.config import HOMEWORK_PERSONAS  # noqa: E402
-from claw_lib.serve.process import cpu_seconds, start_claw_serve  # noqa: E402
-from claw_lib.serve.simulate import server_idle, sessions_until_stable  # noqa: E402
+from claw_lib.serve.process import cpu_seconds, start_claw_serve, wait_idle  # noqa: E402
+from claw_lib.serve.simulate import sessions_until_stable  # noqa: E402
 from claw_lib.toy.gsm8k import is_correct  # noqa: E402
 from claw_lib.toy.homework import HOMEWORK_LANGS, checks, first_request, preference  # noqa: E402
 from claw_lib.utils import atomic_write, check_out_file, limits_section, script_main  # noqa: E402
@@ -76,17 +75,6 @@ def drive_stream(a, url: str, folder: Path) -> None:
 
 def problem_args(a, split: str) -> list:
     return ["--problems", a.problems] if a.problems else ["--split", split] + (["--gsm8k", a.gsm8k] if a.gsm8k else [])
-
-
-def wait_trained(url: str, limit_s: float) -> dict:
-    """Poll the status until the server is idle (:func:`claw_lib.serve.simulate.server_idle`: no turn waits for its
-    judge, no full batch for the trainer) or ``limit_s`` has passed; returns the last status."""
-    t0 = time.monotonic()
-    while True:
-        st = httpx.get(url + "/v1/claw/status", timeout=30).json()
-        if server_idle(st) or time.monotonic() - t0 > limit_s:
-            return st
-        time.sleep(5)
 
 
 def heldout(a, url: str, folder: Path) -> list:
@@ -164,7 +152,7 @@ def run(a) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below: CPU time kept
     try:
         drive_stream(a, url, folder)
-        wait_trained(url, a.wait_s)
+        wait_idle(url, a.wait_s)
         rows = heldout(a, url, folder)
         status = httpx.get(url + "/v1/claw/status", timeout=30).json()
     finally:

@@ -2,7 +2,8 @@
 
 :func:`start_claw_serve` starts ``claw serve FLAGS --port P`` on a free localhost port (:func:`free_port`) and returns
 once ``GET /v1/models`` answers (a 0.5B model loads in 30-60 s on a loaded CPU); :func:`cpu_seconds` reads how much
-CPU a process has used so far (Linux ``/proc``), the measure "minutes of CPU time" in the tools' reports.
+CPU a process has used so far (Linux ``/proc``), the measure "minutes of CPU time" in the tools' reports;
+:func:`wait_idle` waits until a server has judged and trained what it has.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import List, Optional, Tuple
 
 import httpx
 
-__all__ = ["free_port", "start_claw_serve", "cpu_seconds"]
+__all__ = ["free_port", "start_claw_serve", "cpu_seconds", "wait_idle"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,3 +59,17 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def wait_idle(url: str, limit_s: float, poll_s: float = 5.0) -> dict:
+    """Poll ``url``'s ``GET /v1/claw/status`` until the server is idle (:func:`claw_lib.serve.simulate.server_idle`:
+    no turn waits for its judge, no full batch for the trainer) or ``limit_s`` seconds have passed; returns the last
+    status."""
+    from .simulate import server_idle  # lazy: simulate loads the toy worlds, which starting a server does not need
+
+    t0 = time.monotonic()
+    while True:
+        st = httpx.get(url + "/v1/claw/status", timeout=30).json()
+        if server_idle(st) or time.monotonic() - t0 > limit_s:
+            return st
+        time.sleep(poll_s)
