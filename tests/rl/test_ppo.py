@@ -402,3 +402,18 @@ def test_hint_selection_by_overlap_in_the_loop():
             assert hints[("overlap", 3)][b] == cands[sums.index(max(sums))], (cands, sums)
             chosen += 1
     assert chosen > 0
+
+
+def test_the_kl_coefficient_reaches_the_loss():
+    """Reef found a configured KL coefficient that reached the loss as 0.0. Two runs that differ only in kl_coef
+    (0.1 and 10.1) take the same first minibatch step (the policy is the reference there: KL 0 and no gradient from
+    it), so on the second minibatch they differ by the KL term alone: the logged loss differs by exactly
+    (10.1 - 0.1) x the logged KL, which is not 0 (float32 losses: to 1%)."""
+    def run(kl):
+        cfg = PPOConfig(strategy="binary_rl", steps=1, batch_size=6, eval_prompts=2, minibatches=2, progress=False,
+                        lr=2e-3, loss=LossConfig(kl_coef=kl, loss_agg="token_mean"))  # a step large enough to see
+        return train(cfg)[1]
+
+    low, high = run(0.1), run(10.1)
+    assert high["objective/kl"] == pytest.approx(low["objective/kl"], rel=1e-6) and low["objective/kl"] > 1e-6
+    assert high["policy/loss"] - low["policy/loss"] == pytest.approx(10.0 * low["objective/kl"], rel=1e-2)
