@@ -369,13 +369,15 @@ def figure(runs_root: Path, path: Path) -> None:
 LIMITS = [
     "Anything beyond this model (Qwen2.5-Coder-0.5B-Instruct, a GGUF re-quantisation of the AWQ checkpoint, converted "
     "to fp32) and this machine (2 shared CPU cores): the paper's and Reef's models are 4B-9B on GPUs.",
-    "A difference between arms: an arm on one seed has no paired difference with a standard error; a run cut short "
-    "(its sessions marked '(cut)') says only what its sessions so far say.",
+    "A difference between arms beyond one seed: the paired differences are over the problems of one seed's runs, so "
+    "their standard errors leave out how much another seed would move them; a run cut short (its sessions marked "
+    "'(cut)') says only what its sessions so far say.",
     "The ceiling beyond its problems: 8 dev problems per persona, greedy, decoded from the int8 serving copy (its "
     "greedy answers can differ from full precision's), answers cut at 320 tokens (a cut answer has no final number, "
     "so correctness is a lower bound).",
     "The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers "
-    "instead of upstream's eight, and the judge is the kit's rule judge.",
+    "instead of upstream's eight (the controls, which do not train, one: only the first is measured), and the judge "
+    "is the kit's rule judge.",
 ]
 
 
