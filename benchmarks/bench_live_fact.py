@@ -102,8 +102,13 @@ def page(res: dict) -> str:
     changed = next((r for r in rows if r["answer_after"] != res["wrong_answer"]), None)
     right = next((r for r in rows if r["right"]), None)
     same = sum(res["heldout_before"][q] == res["heldout_after"][q] for q in res["heldout_before"])
+    facts = {f.text: f for f in real_facts()}
+    held_right = {when: sum(bool(facts[q].check(res[f"heldout_{when}"][q])) for q in res["heldout_before"])
+             for when in ("before", "after")}
+    moved = [f"{q} \"{res['heldout_before'][q][:80]}\" -> \"{res['heldout_after'][q][:80]}\""
+             for q in res["heldout_before"] if res["heldout_before"][q] != res["heldout_after"][q]]
     lines = ["# A person corrects a real model on one fact, live", "",
-             f"Model `{res['model']}`, `claw serve` with {res['serve_flags']}. Written by "
+             f"Model `{Path(res['model']).name}`, `claw serve` with {res['serve_flags']}. Written by "
              "`benchmarks/bench_live_fact.py`; see its docstring.", "",
              f"The fact: **{res['question']}** (truth: {res['truth']}). The model's greedy answer before: "
              f"\"{res['wrong_answer']}\". The correction: \"{res['correction']}\".", "",
@@ -115,7 +120,8 @@ def page(res: dict) -> str:
               f"first right: {'round %d, at %.1f CPU min' % (right['round'], right['server_cpu_min']) if right else 'never'} "
               f"(the target: within {res['max_cpu_minutes']:g} CPU minutes).",
               f"- Held-out questions (the set's other capital questions, {len(res['heldout_before'])}): {same} greedy "
-              "answers unchanged word for word.",
+              f"answers unchanged word for word; right before {held_right['before']}, after {held_right['after']} (the target: "
+              "all unchanged)." + "".join(f"\n  - {m}" for m in moved),
               f"- Adapters written: {', '.join(res['adapters']) or 'none'}.", "", limits_section(LIMITS)]
     return "\n".join(lines) + "\n"
 
@@ -131,11 +137,15 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wait-s", type=float, default=1800.0, help="longest wait for one update (default 1800)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
+    ap.add_argument("--from-json", type=Path, default=None, help="write the page from a run's JSON, running nothing")
     add_report_args(ap, "the Markdown report")
     a = ap.parse_args(argv)
     if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0:
         raise ValueError("--rounds and --heldout must be >= 1 and --max-cpu-minutes > 0")
     out = report_path(a)
+    if a.from_json is not None:
+        publish_report(page(json.loads(a.from_json.read_text(encoding="utf-8"))), out, a.force)
+        return 0
     if a.json is not None:
         check_new_file(a.json, a.force)
     import openai

@@ -34,6 +34,7 @@ GENERATED = {
     "results/real_model/learning_pilots.md": ("tools", "real_model_train", "LIMITS['learning_pilots']"),
     "results/real_model/learning_reference.md": ("tools", "real_model_train", "LIMITS['learning_reference']"),
     "results/personal_agent/report.md": ("tools", "personal_agent", "LIMITS"),
+    "results/serve/live_fact_qwen05.md": ("benchmarks", "bench_live_fact", "LIMITS"),
 }
 
 
