@@ -9,7 +9,7 @@ model with the combined strategy and LoRA adapters, the teacher persona's script
 sessions (``--wait-trained``), and two held-out problems are asked after. Checked: the run's records and numbers,
 the runtime checks Reef reports (the importance ratio logged before the update and near 1 on fresh samples from a
 full-precision serving copy, the update's adapter published as a PEFT folder with its record, or, if it did not move,
-not published and said so).
+not published and said so). Measured: 2 passed in 171 s with Qwen2.5-Coder-0.5B-Instruct on the shared 2-core CPU.
 """
 import json
 import os
