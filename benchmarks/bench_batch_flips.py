@@ -32,7 +32,8 @@ from claw_lib.utils import add_report_args, atomic_write, check_new_file, limits
     report_path, script_main, set_threads  # noqa: E402
 
 LIMITS = ["Other prompts, lengths or batch compositions: one batch of these prompts, every row joining at once.",
-          "Sampled answers: greedy only (a sampled answer draws from the same logits, so a flip changes it the same way).",
+          "Sampled answers: greedy only (a sampled answer draws from the same logits, so a flip changes it the same "
+          "way).",
           "A GPU: its kernels choose other reduction orders; measured here on a CPU, one run."]
 
 

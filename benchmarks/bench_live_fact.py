@@ -55,7 +55,8 @@ def ask(client, question: str, session: str | None = None, done: bool = False, h
     headers = {} if session is None else {"X-Session-Id": session, "X-Turn-Type": "main",
                                           **({"X-Session-Done": "true"} if done else {})}
     msgs = list(history) + [{"role": "user", "content": question}]
-    r = client.chat.completions.create(model=client.models.list().data[0].id, messages=msgs, temperature=0.0, extra_headers=headers)
+    model = client.models.list().data[0].id
+    r = client.chat.completions.create(model=model, messages=msgs, temperature=0.0, extra_headers=headers)
     return r.choices[0].message.content or ""
 
 
@@ -115,13 +116,13 @@ def page(res: dict) -> str:
              "| round | version after | server CPU min | greedy answer after | right |", "|---|---|---|---|---|"]
     lines += [f"| {r['round']} | {r['policy_version']} | {r['server_cpu_min']} | "
               f"{r['answer_after'].replace('|', '/').replace(chr(10), ' ')[:160]} | {r['right']} |" for r in rows]
+    when = lambda r: "never" if r is None else f"round {r['round']}, at {r['server_cpu_min']:.1f} CPU min"  # noqa: E731
     lines += ["",
-              f"- The answer first changed: {'round %d, at %.1f CPU min' % (changed['round'], changed['server_cpu_min']) if changed else 'never'}; "
-              f"first right: {'round %d, at %.1f CPU min' % (right['round'], right['server_cpu_min']) if right else 'never'} "
-              f"(the target: within {res['max_cpu_minutes']:g} CPU minutes).",
+              f"- The answer first changed: {when(changed)}; first right: {when(right)} (the target: within "
+              f"{res['max_cpu_minutes']:g} CPU minutes).",
               f"- Held-out questions (the set's other capital questions, {len(res['heldout_before'])}): {same} greedy "
-              f"answers unchanged word for word; right before {held_right['before']}, after {held_right['after']} (the target: "
-              "all unchanged)." + "".join(f"\n  - {m}" for m in moved),
+              f"answers unchanged word for word; right before {held_right['before']}, after {held_right['after']} "
+              "(the target: all unchanged)." + "".join(f"\n  - {m}" for m in moved),
               f"- Adapters written: {', '.join(res['adapters']) or 'none'}.", "", limits_section(LIMITS)]
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,7 @@
 """Opt-in: a few sessions of the personal-agent stream on a real model (issue 46; docs/serve.md).
 
-    CLAW_REAL_MODEL=/path/to/Qwen2.5-0.5B-Instruct python -m pytest tests/test_real_model_personal_agent.py -m real_model
+    CLAW_REAL_MODEL=/path/to/Qwen2.5-0.5B-Instruct \\
+        python -m pytest tests/test_real_model_personal_agent.py -m real_model
 
 Skipped, saying why, when ``CLAW_REAL_MODEL`` is not set (CI has no real model; CI runs the same path on the tiny
 GPT in ``tests/serve/test_personal_agent_tool.py``). ``tools/personal_agent.py run`` starts ``claw serve`` on the

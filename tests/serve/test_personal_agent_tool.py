@@ -85,9 +85,11 @@ def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
     assert tool.main(["summary", "--runs", str(root), "--ceiling", str(ceiling), "--out", str(tmp_path / "s.json")]) == 0
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["personas"]["student"]["ceiling"]["prompted"]["rate"] == 3 / 8
-    (ceiling / "no_latex_en.json").write_text((ceiling / "student_en.json").read_text().replace('"student"', '"no_latex"'))
-    assert tool.main(["summary", "--runs", str(root), "--ceiling", str(ceiling), "--out", str(tmp_path / "s2.json")]) == 0
-    measured_only = json.loads((tmp_path / "s2.json").read_text())["personas"]["no_latex"]  # a ceiling, no run yet
+    student = (ceiling / "student_en.json").read_text()
+    (ceiling / "no_latex_en.json").write_text(student.replace('"student"', '"no_latex"'))
+    s2 = tmp_path / "s2.json"
+    assert tool.main(["summary", "--runs", str(root), "--ceiling", str(ceiling), "--out", str(s2)]) == 0
+    measured_only = json.loads(s2.read_text())["personas"]["no_latex"]  # a ceiling, no run yet
     assert measured_only["arms"] == {} and measured_only["stream"] is None and measured_only["ceiling"]["prompted"]
     assert tool.main(["report", "--summary", str(tmp_path / "s.json"), "--ceiling", str(ceiling), "--runs", str(root),
                       "--out", str(tmp_path / "report.md")]) == 0
