@@ -1,0 +1,32 @@
+"""The real-model serving benchmarks' paths on the tiny GPT: a person's correction through the openai client
+(benchmarks/bench_live_fact.py) and greedy answers alone vs in one batch (benchmarks/bench_batch_flips.py).
+The committed real-model pages are results/serve/live_fact_qwen05.md and batch_flips_qwen05.md."""
+import json
+
+import pytest
+
+from tests.tool_module import load_tool
+
+
+def test_one_correction_changes_the_tiny_gpts_planted_answer_and_the_page_reports_it(tmp_path):
+    bench = load_tool("bench_live_fact", "benchmarks")
+    out, js = tmp_path / "fact.md", tmp_path / "fact.json"
+    assert bench.main(["--model", "tiny", "--rounds", "3", "--heldout", "2", "--threads", "1", "--out", str(out),
+                       "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    assert res["question"] == "What is the capital of France?" and "London" in res["wrong_answer"]  # the planted belief
+    assert res["rounds"][-1]["right"] and "Paris" in res["rounds"][-1]["answer_after"]
+    assert res["rounds"][-1]["policy_version"] >= 1 and len(res["heldout_after"]) == 2
+    page = out.read_text()
+    assert "| 1 | 1 |" in page and page.rstrip().endswith(bench.limits_section(bench.LIMITS))
+    with pytest.raises(ValueError, match="--rounds"):
+        bench.main(["--model", "tiny", "--rounds", "0", "--out", str(tmp_path / "x.md")])
+
+
+def test_full_precision_greedy_answers_are_the_same_alone_and_batched(tmp_path):
+    bench = load_tool("bench_batch_flips", "benchmarks")
+    js = tmp_path / "flips.json"
+    assert bench.main(["--model", "tiny", "--tokens", "12", "--prompts", "6", "--formats", "full", "--json", str(js),
+                       "--out", str(tmp_path / "flips.md")]) == 0
+    full = json.loads(js.read_text())["formats"]["full"]
+    assert full["identical"] == full["n"] == 6 and all(r["first_diff"] is None for r in full["rows"])
