@@ -49,7 +49,8 @@ class HomeworkRow:
     """One session of the stream. first_accepted / first_correct: the persona's verdict on the first reply and
     whether its final number is the gold answer; first_tokens: that reply's completion tokens; first_version: the
     policy version that wrote it; answers: answers served (first included); accepted_at: the 0-based answer the
-    persona accepted (None: none within ``max_turns``); first_reply: its text."""
+    persona accepted (None: none within ``max_turns``); first_reply: its text; waited_s: seconds waited after the
+    session for the server to judge and train (``wait_trained``)."""
 
     session: int
     session_id: str
@@ -65,6 +66,7 @@ class HomeworkRow:
     seconds: float
     first_reply: str = ""
     versions: List[Optional[int]] = field(default_factory=list)
+    waited_s: float = 0.0
 
 
 @dataclass
@@ -142,10 +144,14 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
                       temperature: Optional[float] = None, max_tokens: Optional[int] = None, timeout: float = 600.0,
                       session_prefix: Optional[str] = None,
                       on_session: Optional[Callable[[HomeworkRow], None]] = None, prompted: bool = False,
-                      done: Sequence[HomeworkRow] = ()) -> HomeworkResult:
+                      done: Sequence[HomeworkRow] = (), wait_trained: float = 0.0) -> HomeworkResult:
     """Drive the server at ``url`` with one session per problem (module docstring), ``concurrency`` at once.
     ``prompted``: the preference as a system prompt (the prompt-only control); ``done``: sessions of an earlier,
-    interrupted run of the same stream (kept, not run again; resume with the same ``session_prefix``).
+    interrupted run of the same stream (kept, not run again; resume with the same ``session_prefix``);
+    ``wait_trained``: after each session wait at most this many seconds until a claw server has judged every turn
+    and trained every full batch (0: never wait), so that on a slow CPU updates land between sessions instead of
+    after the stream (with ``concurrency`` > 1 the next sessions start when every worker is waiting and the server is
+    idle).
     ValueError (one line) for a bad setting, an unreachable server or one that answers an error."""
     if persona not in HOMEWORK_PERSONAS:
         raise ValueError(f"--user for the gsm8k stream must be one of {HOMEWORK_PERSONAS}, got {persona!r}")
@@ -153,6 +159,7 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
         raise ValueError(f"--lang must be one of {HOMEWORK_LANGS}, got {lang!r}")
     check_real("concurrency", concurrency, lo=1, hi=256, integer=True)
     check_real("max_turns", max_turns, lo=1, hi=64, integer=True)
+    check_real("wait_trained", wait_trained, lo=0.0)
     if not problems:
         raise ValueError("the stream has no problems")
     drv = _Driver(normalise_url(url), model, timeout, temperature, max_tokens)
@@ -162,6 +169,8 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
 
     def one(n: int) -> HomeworkRow:
         row = _session(drv, problems[n], n, f"{prefix}-{n:04d}", persona, lang, seed, max_turns, prompted)
+        if wait_trained > 0 and drv.claw:
+            row.waited_s = round(drv.wait_idle(wait_trained, poll_s=0.5)[0], 2)
         if on_session is not None:
             on_session(row)
         return row
@@ -245,7 +254,7 @@ def run_from_args(a) -> int:
     res = simulate_homework(a.url, problems, a.user, a.lang, a.seed, a.concurrency, a.max_turns, a.model,
                             a.temperature, a.max_tokens, a.timeout, prefix,
                             on_session=journal if a.resume and a.out is not None else None, prompted=a.prompted,
-                            done=done)
+                            done=done, wait_trained=a.wait_trained)
     print(res.summary())
     if a.out is not None:
         _write_rows(a.out, res.rows_jsonl(), a.force or a.resume)

@@ -130,3 +130,24 @@ def test_resume_keeps_the_finished_sessions_and_runs_the_others(tmp_path, capsys
     assert main(["simulate", "--url", "http://127.0.0.1:1"] + argv[1:argv.index("--out")]
                 + ["--out", str(other), "--resume"]) == 2
     assert "not of --user student" in capsys.readouterr().err
+
+
+def test_wait_trained_lets_each_update_land_before_the_next_session():
+    """With ``wait_trained`` each session waits for the server to judge and train what it has, so one session at a
+    time meets the policy its predecessors' feedback produced: every full batch is trained before the next session
+    starts (the server has nothing left to train when a session ends its wait), and the last sessions are served by
+    an updated version."""
+    cfg = ServeConfig(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1, max_new_tokens=16))
+    problems = hw.stream_problems(problems_file=SAMPLE)[:4]
+    seen = []
+    with LiveServer(cfg, port=0) as srv:
+        def check(row):
+            st = httpx.get(srv.url + "/v1/claw/status").json()
+            seen.append((row.session, st["samples_scored"], st["samples_judging"], st["updates"]))
+
+        res = hw.simulate_homework(srv.url, problems, "student", concurrency=1, max_turns=2, max_tokens=16,
+                                   session_prefix="wt", on_session=check, wait_trained=120)
+    assert all(scored < 2 and judging == 0 for _, scored, judging, _ in seen)  # nothing left to train after a wait
+    assert seen[-1][3] >= 1 and res.rows[-1].first_version >= 1 and all(r.waited_s >= 0 for r in res.rows)
+    with pytest.raises(ValueError, match="wait_trained"):
+        hw.simulate_homework("http://127.0.0.1:1", [PROBLEM], wait_trained=-1)
