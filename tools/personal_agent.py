@@ -375,6 +375,9 @@ LIMITS = [
     "The ceiling beyond its problems: 8 dev problems per persona, greedy, decoded from the int8 serving copy (its "
     "greedy answers can differ from full precision's), answers cut at 320 tokens (a cut answer has no final number, "
     "so correctness is a lower bound).",
+    "A tuned learning rate: the teacher's combined run trains LoRA adapters at 1e-4 (5.6x the kit's per-model default "
+    "1.8e-5, at which three updates had not changed a 0.5B model's greedy answers), chosen before the run and not "
+    "tuned on dev problems.",
     "The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers "
     "instead of upstream's eight (the controls, which do not train, one: only the first is measured), and the judge "
     "is the kit's rule judge.",
