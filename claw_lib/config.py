@@ -528,6 +528,10 @@ class PPOConfig:
     """passes over each batch"""
     minibatches: int = 1
     """minibatches per pass"""
+    micro_batch: Optional[int] = None
+    """score at most this many rows at a time and add up their gradients before each optimizer step (the same step
+    to rounding, with a part's memory: a 0.5B model's update of four 700-token samples needs over 20 GB at once);
+    None: a minibatch at a time"""
     advantage: str = "direct"
     """"direct" (the per-token signal is the advantage: OpenClaw's no-baseline broadcast), "whiten" (the
     signal whitened over the batch's tokens), "reward_to_go" (each token's signal plus the discounted ones
@@ -682,7 +686,7 @@ def field_docs(cls) -> Dict[str, str]:
 #: the bounds are far above any value the kit's runs use (a GPU run with a real model included).
 LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "steps": (1, 100_000, True, True), "batch_size": (1, 4096, True, True), "max_new_tokens": (1, 8192, True, True),
-    "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "eval_prompts": (1, 10_000, True, True),
+    "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "micro_batch": (1, 4096, True, True), "eval_prompts": (1, 10_000, True, True),
     "loss.distill_topk": (1, 1_000_000, True, True), "loss.clipped_k": (1, 1_000_000, True, True),
     "loss.clipped_gap": (0, 100, True, True), "opd.m": (1, 100, True, True),
     "opd.hint_candidates": (1, 3, True, True), "opd.selection_k": (1, 1_000_000, True, True),
@@ -712,7 +716,7 @@ LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
 
 
 #: numeric settings that count something: an integer (2.5 steps or True prompts are refused, C01-C03)
-INTEGERS = frozenset({"steps", "batch_size", "max_new_tokens", "epochs", "minibatches", "eval_prompts",
+INTEGERS = frozenset({"steps", "batch_size", "max_new_tokens", "epochs", "minibatches", "micro_batch", "eval_prompts",
                       "loss.distill_topk", "loss.clipped_k", "opd.m", "opd.hint_candidates", "opd.selection_k", "seed",
                       "save_every", "eval_every", "opd.min_hint_chars", "opd.skip_first", "threads", "lora_rank",
                       "reward.align.max_chars", "reward.align.max_words", "reward.align.layer", "reward.restated_words",

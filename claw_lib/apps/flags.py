@@ -66,6 +66,7 @@ TRAIN_FLAGS = {
     "--chain-reward": "task.chain_reward",
     "--lora-impl": "lora_impl", "--judge": "opd.judge", "--judge-model": "opd.judge_model", "--judge-votes": "opd.m",
     "--distill": "loss.distill", "--reviser": "reward.reviser.model", "--localiser": "reward.localiser",
+    "--micro-batch": "micro_batch",
 }
 #: ``claw align`` and ``claw rewards``: the alignment's settings (``PPOConfig.reward.align``, an AlignConfig)
 ALIGN_FLAGS = {
@@ -85,6 +86,7 @@ OPD_FLAGS = {"--model": "model", "--device": "device", "--dtype": "dtype", "--cl
              "--kappa": "opd.kappa", "--w-rl": "opd.w_rl", "--w-opd": "opd.w_opd"}
 #: types of the settings whose default is None
 _NONE_DEFAULT_TYPES = {"loss.loss_agg": str, "lr": float, "max_new_tokens": int, "eval_prompts": int, "lora_rank": int,
+                       "micro_batch": int,
                        "reward.align.layer": int}
 
 

@@ -245,6 +245,9 @@ class ClawGRPOTrainer(GRPOTrainer):
             raise ValueError(f"the TRL engine computes {cfg.strategy}'s {cfg.loss.distill} loss with the kit's loss "
                              "function, which takes no KL-to-reference term there (loss.kl_coef 0, as every upstream "
                              "script): use claw_lib.rl.run.train for both")
+        if cfg.micro_batch is not None:
+            raise ValueError("micro_batch is the kit loop's gradient accumulation; in the TRL engine set "
+                             "GRPOConfig's per_device_train_batch_size and gradient_accumulation_steps instead")
         if teacher not in TEACHERS:
             raise ValueError(f"teacher must be {' or '.join(map(repr, TEACHERS))}, got {teacher!r}")
         agg = p.loss.loss_agg

@@ -503,32 +503,92 @@ def minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig
     return mb, out, sub
 
 
-def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan,
-                    mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
-    """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms; its stats appended."""
+def _terms(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan, rows_t, value_head, teacher,
+           old_topk):
+    """The loss terms of the rows ``rows_t``: (the plan's loss plus the KL term, each reduced by ``loss_agg``; the
+    value head's squared error, a token mean, or None; the _Minibatch; the per-token KL or None; the clip shares)."""
     L = p.loss
-    mb, out, sub = minibatch(policy, ro, sig, adv, cfg, mb_t, value_head, teacher, old_topk)
+    mb, out, sub = minibatch(policy, ro, sig, adv, cfg, rows_t, value_head, teacher, old_topk)
     loss, clip = LOSSES[p.loss_family](mb, L, cfg)
-    kl = kl_estimate(mb.lp, ro.ref_logprobs[mb_t], L.kl_estimator) if ro.ref_logprobs is not None else None
+    kl = kl_estimate(mb.lp, ro.ref_logprobs[rows_t], L.kl_estimator) if ro.ref_logprobs is not None else None
     if L.kl_coef:
         loss = loss + L.kl_coef * aggregate_loss(kl, mb.mask, L.loss_agg, mb.rows)
+    value = None
     if value_head is not None:
         v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
-        loss = loss + L.vf_coef * masked_mean((v - adv.returns[mb_t]) ** 2, mb.mask)
+        value = masked_mean((v - adv.returns[rows_t]) ** 2, mb.mask)
+    return loss, value, mb, kl, clip
+
+
+def _part_stats(mb: _Minibatch, kl, clip: dict, L, ro: Rollout, rows_t) -> Dict[str, float]:
+    """The update statistics of one scored part (token means over its mask; UPDATE_STATS keys but "loss")."""
+    with torch.no_grad():
+        out = {k: float(v) for k, v in clip.items()}
+        if mb.old is not None:
+            out["approx_kl"] = float(masked_mean(0.5 * (mb.lp - mb.old) ** 2, mb.mask))
+        out["entropy"] = float(masked_mean(entropy_from_logits(mb.logits), mb.mask))
+        if kl is not None:
+            k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(mb.lp, ro.ref_logprobs[rows_t])
+            out["kl"] = float(masked_mean(k3, mb.mask))
+    return out
+
+
+def _micro_parts(mb_t: torch.Tensor, adv: Advantages, how: str, size: int) -> List[Tuple[torch.Tensor, float, float]]:
+    """``mb_t`` cut into parts of ``size`` rows: (rows, weight of the part's ``how``-reduced loss, weight of its token
+    means). The weights are each part's share of what the whole minibatch averages over: its masked tokens
+    (``token_mean``) or its sample rows (``sample_mean``), so the weighted sum of the parts' losses is the
+    minibatch's loss."""
+    parts = [mb_t[i:i + size] for i in range(0, len(mb_t), size)]
+    tokens = [float(adv.mask[r].sum()) for r in parts]
+    samples = [float(adv.sample_rows[r].sum()) for r in parts]
+    n_tok, n_smp = max(sum(tokens), 1.0), max(sum(samples), 1.0)
+    return [(r, (t / n_tok) if how == "token_mean" else (s / n_smp), t / n_tok)
+            for r, t, s in zip(parts, tokens, samples)]
+
+
+def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan,
+                    mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
+    """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms; its stats appended.
+    With ``cfg.micro_batch`` rows fewer than the minibatch's, the rows are scored that many at a time and their
+    gradients added up, each part's loss weighted by its share (:func:`_micro_parts`): the same step to rounding,
+    with the memory of a part (the logits over the vocabulary at every position, the activations)."""
+    L = p.loss
+    if cfg.micro_batch is not None and cfg.micro_batch < len(mb_t):
+        return _accumulated_step(policy, optimizer, params, ro, sig, adv, cfg, p, mb_t, value_head, teacher,
+                                 old_topk, stats)
+    loss, value, mb, kl, clip = _terms(policy, ro, sig, adv, cfg, p, mb_t, value_head, teacher, old_topk)
+    if value is not None:
+        loss = loss + L.vf_coef * value
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
     optimizer.step()
-    with torch.no_grad():
-        for k, v in clip.items():
-            stats[k].append(float(v))
-        if mb.old is not None:
-            stats["approx_kl"].append(float(masked_mean(0.5 * (mb.lp - mb.old) ** 2, mb.mask)))
-        stats["entropy"].append(float(masked_mean(entropy_from_logits(mb.logits), mb.mask)))
-        if kl is not None:
-            k3 = kl if L.kl_estimator == "low_var_kl" else kl_estimate(mb.lp, ro.ref_logprobs[mb_t])
-            stats["kl"].append(float(masked_mean(k3, mb.mask)))
-        stats["loss"].append(float(loss))
+    for k, v in _part_stats(mb, kl, clip, L, ro, mb_t).items():
+        stats[k].append(v)
+    stats["loss"].append(float(loss))
+
+
+def _accumulated_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig,
+                      p: Plan, mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
+    """:func:`_minibatch_step` ``cfg.micro_batch`` rows at a time (gradients accumulated, one optimizer step); the
+    stats are the parts' token-weighted means and the loss their weighted sum."""
+    L = p.loss
+    optimizer.zero_grad(set_to_none=True)
+    total, sums = 0.0, {}
+    for rows_t, w_agg, w_tok in _micro_parts(mb_t, adv, L.loss_agg, cfg.micro_batch):
+        if w_tok == 0.0:  # no token to train in this part: its loss terms are 0 (and its token means undefined)
+            continue
+        loss, value, mb, kl, clip = _terms(policy, ro, sig, adv, cfg, p, rows_t, value_head, teacher, old_topk)
+        part = w_agg * loss + (w_tok * L.vf_coef * value if value is not None else 0.0)
+        part.backward()
+        total += float(part)
+        for k, v in _part_stats(mb, kl, clip, L, ro, rows_t).items():
+            sums[k] = sums.get(k, 0.0) + w_tok * v
+    torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
+    optimizer.step()
+    for k, v in sums.items():
+        stats[k].append(v)
+    stats["loss"].append(total)
 
 
 def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, step: int,

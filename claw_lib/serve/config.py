@@ -143,6 +143,6 @@ def differing(saved: ServeConfig, new: ServeConfig) -> Optional[str]:
     """A one-line list of the settings in which two runs differ (the resumable ones aside), or None."""
     a = {**flatten(saved.ppo), **{k: v for k, v in serve_config_dict(saved).items() if k != "ppo"}}
     b = {**flatten(new.ppo), **{k: v for k, v in serve_config_dict(new).items() if k != "ppo"}}
-    skip = set(RESUMABLE) | {"progress", "device", "steps"}
+    skip = set(RESUMABLE) | {"progress", "device", "steps", "micro_batch"}  # micro_batch: memory, not the update
     diff = [f"{k} {a.get(k)!r} (saved) vs {b[k]!r}" for k in b if k not in skip and a.get(k) != b[k]]
     return "; ".join(diff[:4]) if diff else None

@@ -274,6 +274,7 @@ def test_claw_train_engine_trl_writes_the_kits_columns(tmp_path):
     ({"strategy": "binary_rl", "task": TaskConfig(user="joint")}, "joint' .* kit's loop only"),
     ({"strategy": "opd_kl", "loss": LossConfig(kl_coef=0.1)}, "no KL-to-reference term"),
     ({"strategy": "opd", "opd": OPDConfig(hint_candidates=3, hint_selection="overlap")}, "overlap' .* kit's loop only"),
+    ({"strategy": "binary_rl", "micro_batch": 2}, "micro_batch is the kit loop's gradient accumulation"),
 ])
 def test_kit_loop_only_settings_are_refused_by_name(changes, message):
     """The multi-step tool task and the choice of hints by overlap live in the kit's loop, and the kit's distillation

@@ -417,3 +417,28 @@ def test_the_kl_coefficient_reaches_the_loss():
     low, high = run(0.1), run(10.1)
     assert high["objective/kl"] == pytest.approx(low["objective/kl"], rel=1e-6) and low["objective/kl"] > 1e-6
     assert high["policy/loss"] - low["policy/loss"] == pytest.approx(10.0 * low["objective/kl"], rel=1e-2)
+
+
+@pytest.mark.parametrize("changes", [
+    {"strategy": "binary_rl", "loss.loss_agg": "token_mean"},
+    {"strategy": "combined", "loss.loss_agg": "sample_mean", "task.user": "teacher"},
+    {"strategy": "binary_rl", "advantage": "gae", "loss.kl_coef": 0.1, "loss.loss_agg": "token_mean"},
+    {"strategy": "opd_kl"},
+])
+def test_micro_batches_take_the_same_step_as_the_whole_minibatch(changes):
+    """``micro_batch`` scores a minibatch a part at a time and adds up the gradients, each part weighted by its share
+    of the tokens (token_mean) or sample rows (sample_mean): two steps of training log the same numbers (to float32
+    rounding) with parts of one row, of two rows, and the whole minibatch at once; with the value head and the KL
+    term as well."""
+    def run(micro):
+        base = override(PPOConfig(steps=2, batch_size=6, eval_prompts=2, minibatches=2, progress=False),
+                        {**changes, "micro_batch": micro})
+        return train(base)
+
+    whole, ones, twos = run(None), run(1), run(2)
+    for a, b, c in zip(whole, ones, twos):
+        for k, v in a.items():
+            if k.startswith(("timing/", "memory/")) or not isinstance(v, float):  # measured, not computed
+                continue
+            assert b[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
+            assert c[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k

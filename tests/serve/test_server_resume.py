@@ -107,3 +107,14 @@ def test_a_folder_of_other_settings_is_refused(tmp_path):
     r = subprocess.run(CLAW + ["serve", "--out", str(tmp_path / "mine"), "--port", "0"], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 2 and (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+def test_micro_batch_is_not_a_setting_that_makes_a_run_another_run():
+    """``--micro-batch`` changes how much of a batch the trainer holds at once, not the update (tests/rl/test_ppo.py):
+    a run started without it resumes with it (and a server's trainer reads it from the config)."""
+    from claw_lib.config import override
+    from claw_lib.serve.config import ServeConfig, default_ppo, differing
+
+    saved = ServeConfig(ppo=default_ppo())
+    assert differing(saved, ServeConfig(ppo=override(default_ppo(), {"micro_batch": 1}))) is None
+    assert "batch_size" in differing(saved, ServeConfig(ppo=override(default_ppo(), {"batch_size": 2})))
