@@ -565,7 +565,7 @@ def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: A
     optimizer.step()
     for k, v in _part_stats(mb, kl, clip, L, ro, mb_t).items():
         stats[k].append(v)
-    stats["loss"].append(float(loss))
+    stats["loss"].append(float(loss.detach()))
 
 
 def _accumulated_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig,
@@ -581,7 +581,7 @@ def _accumulated_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv:
         loss, value, mb, kl, clip = _terms(policy, ro, sig, adv, cfg, p, rows_t, value_head, teacher, old_topk)
         part = w_agg * loss + (w_tok * L.vf_coef * value if value is not None else 0.0)
         part.backward()
-        total += float(part)
+        total += float(part.detach())
         for k, v in _part_stats(mb, kl, clip, L, ro, rows_t).items():
             sums[k] = sums.get(k, 0.0) + w_tok * v
     torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
