@@ -50,43 +50,43 @@ LIMITS = [
 ]
 
 
-def ask(client, question: str, session: str | None = None, done: bool = False, history=()) -> str:
-    """One greedy chat completion; ``session``: a main-line turn of that session (``done``: the session ends)."""
+def ask(chat, question: str, session: str | None = None, done: bool = False, history=()) -> str:
+    """One greedy chat completion (``chat``: (the openai client, the served model's id)); ``session``: a main-line
+    turn of that session (``done``: the session ends)."""
+    client, model = chat
     headers = {} if session is None else {"X-Session-Id": session, "X-Turn-Type": "main",
                                           **({"X-Session-Done": "true"} if done else {})}
     msgs = list(history) + [{"role": "user", "content": question}]
-    model = client.models.list().data[0].id
     r = client.chat.completions.create(model=model, messages=msgs, temperature=0.0, extra_headers=headers)
     return r.choices[0].message.content or ""
 
 
-def choose(client, lang: str, n_heldout: int) -> tuple:
+def choose(chat, lang: str, n_heldout: int) -> tuple:
     """(the fact to correct, its wrong answer, the held-out facts, their answers before): step 1."""
     facts = [f for f in real_facts() if f.kind == "capital" and f.lang == lang]
     answers = {}
     for f in facts:
-        answers[f.text] = ask(client, f.text)
+        answers[f.text] = ask(chat, f.text)
         if not f.check(answers[f.text]):
             target = f
             break
     else:
         raise RuntimeError(f"the model answers all {len(facts)} capital questions ({lang}) right: nothing to correct")
     others = [f for f in facts if f is not target][:n_heldout]
-    before = {f.text: answers.get(f.text) or ask(client, f.text) for f in others}
+    before = {f.text: answers.get(f.text) or ask(chat, f.text) for f in others}
     return target, answers[target.text], others, before
 
 
-def rounds(client, url: str, proc, target, a) -> list:
+def rounds(chat, url: str, proc, target, correction: str, a) -> list:
     """Step 2: correct, wait for the update, ask again; one row per round."""
-    correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
     rows = []
     for k in range(a.rounds):
         session = f"fact-{k:02d}"
-        first = ask(client, target.text, session)
-        ask(client, correction, session, done=True,
+        first = ask(chat, target.text, session)
+        ask(chat, correction, session, done=True,
             history=[{"role": "user", "content": target.text}, {"role": "assistant", "content": first}])
         st = wait_idle(url, a.wait_s, poll_s=2.0)
-        after = ask(client, target.text)
+        after = ask(chat, target.text)
         rows.append({"round": k + 1, "asked": first, "policy_version": st.get("policy_version"),
                      "updates": st.get("updates"), "samples_scored": st.get("samples_scored"),
                      "stopped": st.get("stopped_reason"), "answer_after": after, "right": bool(target.check(after)),
@@ -157,10 +157,11 @@ def main(argv=None) -> int:
         proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
-            target, wrong, others, before = choose(client, a.lang, a.heldout)
+            chat = (client, client.models.list().data[0].id)
+            target, wrong, others, before = choose(chat, a.lang, a.heldout)
             correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
-            rows = rounds(client, url, proc, target, a)
-            after = {f.text: ask(client, f.text) for f in others}
+            rows = rounds(chat, url, proc, target, correction, a)
+            after = {f.text: ask(chat, f.text) for f in others}
             adapters = sorted(p.name for p in (Path(tmp) / "run" / "adapters").glob("v*"))
         finally:
             proc.terminate()

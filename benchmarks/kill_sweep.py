@@ -27,13 +27,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 CLAW = [sys.executable, "-m", "claw_lib.apps.cli"]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from claw_lib.serve.process import free_port  # noqa: E402
 
 
 def start_server(run: Path, port: int, log) -> subprocess.Popen:

@@ -686,7 +686,8 @@ def field_docs(cls) -> Dict[str, str]:
 #: the bounds are far above any value the kit's runs use (a GPU run with a real model included).
 LIMITS: Dict[str, Tuple[Optional[float], Optional[float], bool, bool]] = {
     "steps": (1, 100_000, True, True), "batch_size": (1, 4096, True, True), "max_new_tokens": (1, 8192, True, True),
-    "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "micro_batch": (1, 4096, True, True), "eval_prompts": (1, 10_000, True, True),
+    "epochs": (1, 100, True, True), "minibatches": (1, 4096, True, True), "micro_batch": (1, 4096, True, True),
+    "eval_prompts": (1, 10_000, True, True),
     "loss.distill_topk": (1, 1_000_000, True, True), "loss.clipped_k": (1, 1_000_000, True, True),
     "loss.clipped_gap": (0, 100, True, True), "opd.m": (1, 100, True, True),
     "opd.hint_candidates": (1, 3, True, True), "opd.selection_k": (1, 1_000_000, True, True),

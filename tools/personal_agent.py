@@ -87,9 +87,7 @@ def heldout(a, url: str, folder: Path) -> list:
 
     problems = stream_problems("heldout", a.gsm8k, a.heldout_problems or a.problems)[:a.heldout]
     path = folder / "heldout.jsonl"
-    done = {}
-    if path.is_file():
-        done = {r["problem"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+    done = heldout_rows(folder)
     todo = [p for p in problems if p.index not in done]
 
     def ask(p):
@@ -335,10 +333,13 @@ def heldout_table(runs_root: Path) -> list:
             for key in ("accepted", "correct"):
                 m, se = mean_se([r[key] for r in rows.values()])
                 cells.append(f"{m:.2f} ({se:.2f})")
+            common = sorted(set(rows) & set(before))
             for key in ("accepted", "correct"):
-                common = sorted(set(rows) & set(before))
+                if folder == base:  # the untrained model itself
+                    cells.append("-")
+                    continue
                 m, se = mean_se([int(rows[k][key]) - int(before[k][key]) for k in common])
-                cells.append("-" if folder == base else f"{m:+.2f} ({se:.2f})")
+                cells.append(f"{m:+.2f} ({se:.2f})")
             lines.append(f"| {base.parent.parent.name} | {base.name[4:]} | {folder.parent.name} | {len(rows)} | "
                          + " | ".join(cells) + " |")
     return lines

@@ -63,13 +63,8 @@ def cpu_seconds(pid: int) -> float:
 
 def wait_idle(url: str, limit_s: float, poll_s: float = 5.0) -> dict:
     """Poll ``url``'s ``GET /v1/claw/status`` until the server is idle (:func:`claw_lib.serve.simulate.server_idle`:
-    no turn waits for its judge, no full batch for the trainer) or ``limit_s`` seconds have passed; returns the last
-    status."""
-    from .simulate import server_idle  # lazy: simulate loads the toy worlds, which starting a server does not need
+    no turn waits for its judge, no full batch for the trainer) or ``limit_s`` seconds have passed
+    (:func:`claw_lib.serve.simulate.poll_until_idle`); returns the last status."""
+    from .simulate import poll_until_idle  # lazy: simulate loads the toy worlds, which starting a server does not need
 
-    t0 = time.monotonic()
-    while True:
-        st = httpx.get(url + "/v1/claw/status", timeout=30).json()
-        if server_idle(st) or time.monotonic() - t0 > limit_s:
-            return st
-        time.sleep(poll_s)
+    return poll_until_idle(lambda: httpx.get(url + "/v1/claw/status", timeout=30).json(), limit_s, poll_s)[0]

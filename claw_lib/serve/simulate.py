@@ -49,7 +49,8 @@ from ..toy.envs import make_env
 from ..utils import atomic_write, check_new_file, check_real
 
 __all__ = ["USERS", "STABLE_K", "SessionRow", "SimulationResult", "simulate", "sessions_until_stable",
-           "counted_sessions", "normalise_url", "add_arguments", "run_from_args", "server_idle"]
+           "counted_sessions", "normalise_url", "add_arguments", "run_from_args", "server_idle",
+           "poll_until_idle"]
 
 #: the simulated users ``claw simulate`` drives (claw_lib.toy.users)
 USERS = ("teacher", "student", "ta", "correcting")
@@ -193,6 +194,19 @@ def server_idle(status: dict) -> bool:
     return status.get("training") != "running" or status.get("samples_scored", 0) < max(1, status.get("batch_size") or 1)
 
 
+def poll_until_idle(read_status: Callable[[], Optional[dict]], bound_s: float, poll_s: float):
+    """Call ``read_status`` every ``poll_s`` seconds until it says the server is idle (:func:`server_idle`) or has no
+    claw status (None), at most ``bound_s`` seconds: (the last status, seconds waited, whether the bound ran out)."""
+    t0 = time.monotonic()
+    while True:
+        st = read_status()
+        if st is None or server_idle(st):
+            return st, time.monotonic() - t0, False
+        if time.monotonic() - t0 >= bound_s:
+            return st, time.monotonic() - t0, True
+        time.sleep(poll_s)
+
+
 class _Driver:
     """The HTTP side of a run: the ``openai`` client for chat, plain GETs for the claw status."""
 
@@ -269,14 +283,7 @@ class _Driver:
     def wait_idle(self, bound_s: float, poll_s: float = 0.05):
         """Poll the status until :func:`server_idle`, at most ``bound_s`` seconds; returns (seconds waited,
         whether the bound ran out)."""
-        t0 = time.monotonic()
-        while True:
-            st = self.status()
-            if st is None or server_idle(st):
-                return time.monotonic() - t0, False
-            if time.monotonic() - t0 >= bound_s:
-                return time.monotonic() - t0, True
-            time.sleep(poll_s)
+        return poll_until_idle(self.status, bound_s, poll_s)[1:]
 
     def close(self) -> None:
         self.http.close()
