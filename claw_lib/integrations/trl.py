@@ -389,7 +389,7 @@ class ClawGRPOTrainer(GRPOTrainer):
         the clip shares as TRL's ``entropy`` and ``clip_ratio/region_mean`` (and ``topk_clipfrac`` for the hybrid)."""
         rows = inputs["claw_row"]
         ro, sig, adv = self.last_rollout, self.last_signals, self.last_advantages
-        mb, _, _ = minibatch(model, ro, sig, adv, self.cfg, rows, None, self.scorer.teacher, ro.old_topk)
+        mb, _ = minibatch(model, ro, sig, adv, self.cfg, rows, None, self.scorer.teacher, ro.old_topk)
         loss, clip = LOSSES[family](mb, plan(self.cfg).loss, self.cfg)
         metrics = self._metrics["train"]
         with torch.no_grad():

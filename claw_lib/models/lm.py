@@ -25,8 +25,8 @@ from ..utils import resolve_device
 from .loading import ModelNotAvailableError, check_causal_lm_folder, from_pretrained_offline, verify_manifest
 
 __all__ = [
-    "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "encode", "encode_pair",
-    "response_logprobs", "ResponseScores", "generate", "Generation", "max_positions", "ids_logprobs", "pad_token_id",
+    "TINY_LM_DIR", "load_causal_lm", "Batch", "pack", "logprobs_from_batch", "logprobs_in_parts", "response_logits",
+    "encode", "encode_pair", "response_logprobs", "ResponseScores", "generate", "Generation", "max_positions", "ids_logprobs", "pad_token_id",
     "DTYPES", "resolve_dtype", "bf16_supported", "stop_token_ids", "peak_memory_gib", "scaled_logits",
 ]
 
@@ -203,6 +203,38 @@ def scaled_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return logits if temperature == 1.0 else logits / temperature
 
 
+#: model types whose causal-LM logits are exactly ``lm_head(last hidden state)`` (no soft-capping, no scaling):
+#: :func:`response_logits` computes theirs at the response positions only
+PLAIN_HEADS = frozenset({"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"})
+
+
+def plain_head(model):
+    """(decoder, output layer) of a causal LM whose logits are ``output_layer(decoder(...).last_hidden_state)``
+    (a Hugging Face model of :data:`PLAIN_HEADS`, inside a PEFT wrapper or not), else None."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if not isinstance(base, torch.nn.Module) or getattr(getattr(base, "config", None), "model_type", None) \
+            not in PLAIN_HEADS or not (hasattr(base, "get_decoder") and hasattr(base, "get_output_embeddings")):
+        return None
+    decoder, head = base.get_decoder(), base.get_output_embeddings()
+    return None if decoder is None or head is None or decoder is base else (decoder, head)
+
+
+def response_logits(model, batch: Batch, hidden: bool = False):
+    """The logits that predict each response token, (B, T, V), and with ``hidden`` the last hidden state at those
+    positions (B, T, H) (else None). For a model of :data:`PLAIN_HEADS` the output layer runs on the response
+    positions only: the (B, L, V) logits over the prompt, most of a real model's update memory (V = 151,936 for
+    Qwen2.5), are never made; the same numbers as the full forward's (tested). Other models: the full forward."""
+    parts = plain_head(model)
+    if parts is None:
+        out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=hidden)
+        h = gather_positions(out.hidden_states[-1], batch.logit_index) if hidden else None
+        return gather_positions(out.logits, batch.logit_index), h
+    decoder, head = parts
+    h = gather_positions(decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state,
+                         batch.logit_index)                                                     # (B, T, H)
+    return head(h), (h if hidden else None)
+
+
 def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entropy: bool = False, topk: int = 0):
     """Per-token log-probs of the response tokens under ``model`` (gradients flow if enabled).
 
@@ -215,8 +247,7 @@ def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entr
     _check_length(model, batch.input_ids.shape[1], "scoring this prompt + response")
     dev = next(model.parameters()).device
     batch = batch.to(dev)
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits  # (B, L, V)
-    resp_logits = scaled_logits(gather_positions(logits, batch.logit_index), temperature)  # (B, T, V)
+    resp_logits = scaled_logits(response_logits(model, batch)[0], temperature)  # (B, T, V)
     lp = selective_log_softmax(resp_logits.float(), batch.response_ids).masked_fill(~batch.response_mask, 0.0)
     out = [lp]
     if with_entropy:
@@ -225,6 +256,15 @@ def logprobs_from_batch(model, batch: Batch, temperature: float = 1.0, with_entr
         top_lp, top_ids = torch.log_softmax(resp_logits.float(), -1).topk(min(topk, resp_logits.shape[-1]), dim=-1)
         out.append((top_ids, top_lp))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def logprobs_in_parts(model, batch: Batch, rows: Optional[int], temperature: float = 1.0) -> torch.Tensor:
+    """:func:`logprobs_from_batch` of ``batch`` scored ``rows`` rows at a time (None: all at once), (B, T): the
+    same numbers to float rounding with a part's memory."""
+    B = len(batch.input_ids)
+    rows = rows or B
+    return torch.cat([logprobs_from_batch(model, batch.select(torch.arange(i, min(i + rows, B))), temperature)
+                      for i in range(0, B, rows)])
 
 
 def encode(tokenizer, text: str) -> List[int]:
@@ -257,15 +297,27 @@ def pad_token_id(tokenizer) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
 
+#: the most response logits one scoring pass holds (rows x response tokens x vocabulary; 2^28 float32 = 1 GiB):
+#: :func:`ids_logprobs` scores fewer rows at a time where a real model's vocabulary would exceed it
+LOGITS_PER_PASS = 2 ** 28
+
+
+def vocab_size(model) -> int:
+    """The width of ``model``'s logits (its config's ``vocab_size``; 1 where unknown)."""
+    return int(getattr(getattr(model, "config", None), "vocab_size", 1) or 1)
+
+
 @torch.no_grad()
 def ids_logprobs(model, prompt_ids: Sequence[Sequence[int]], response_ids: Sequence[Sequence[int]], pad_id: int,
                  batch_size: int = 32, with_entropy: bool = False, temperature: float = 1.0):
-    """log p(y_t | prompt, y_<t) for token ids, batched (logits divided by ``temperature``): one float
-    array per response (and, with ``with_entropy``, one entropy array per response). Returns
-    (logprobs, entropies or None)."""
+    """log p(y_t | prompt, y_<t) for token ids, batched (logits divided by ``temperature``; at most ``batch_size``
+    rows a pass, fewer where their logits would pass :data:`LOGITS_PER_PASS`): one float array per response (and,
+    with ``with_entropy``, one entropy array per response). Returns (logprobs, entropies or None)."""
     if len(prompt_ids) != len(response_ids):
         raise ValueError(f"{len(prompt_ids)} prompts but {len(response_ids)} responses")
     lps, ents = [], []
+    longest = max((len(r) for r in response_ids), default=1)
+    batch_size = max(1, min(batch_size, LOGITS_PER_PASS // max(1, longest * vocab_size(model))))
     for s in range(0, len(prompt_ids), batch_size):
         resp = response_ids[s:s + batch_size]
         out = logprobs_from_batch(model, pack(prompt_ids[s:s + batch_size], resp, pad_id), temperature=temperature,

@@ -53,10 +53,11 @@ import torch
 from ..alignment import encoders  # load_encoder looked up at each call (a test may replace it)
 from ..config import PPO_STRATEGIES as STRATEGIES
 from ..config import PPOConfig, lr_warning, resolve_for_model, validate
-from ..models.lm import Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id, scaled_logits
+from ..models.lm import (Batch, encode, generate, ids_logprobs, logprobs_from_batch, pack, pad_token_id,
+                         response_logits, scaled_logits)
 from ..models.lora import AdapterDisabled, count_parameters
 from ..models.peft_lora import add_adapters
-from ..ops import entropy_from_logits, gather_positions, masked_mean, masked_whiten, selective_log_softmax
+from ..ops import entropy_from_logits, masked_mean, masked_whiten, selective_log_softmax
 from ..signals.judges import hint_candidates
 from ..signals.mapping import policy_token_rewards
 from ..signals.opd import (
@@ -300,8 +301,7 @@ def _choose_hints_by_overlap(ro: Rollout, sigs, cfg: PPOConfig, scorer: Scorer):
     pairs = [(b, h) for b in multi for h in cands[b]]
     t_ids = [encode(tok, ro.tasks[b].teacher_prompt(h, tok)) for b, h in pairs]
     tb = pack(t_ids, [ro.response_ids[b] for b, _ in pairs], tok.pad_token_id).to(dev)
-    t_top = gather_positions(scorer.teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
-                             tb.logit_index).topk(k, -1).indices                                  # (sum M, T', k)
+    t_top = response_logits(scorer.teacher, tb)[0].topk(k, -1).indices                          # (sum M, T', k)
     out, j = list(sigs), 0
     for i, b in enumerate(multi):
         m, n = len(cands[b]), len(ro.response_ids[b])
@@ -390,8 +390,7 @@ class Advantages:
 
 def _values(policy, value_head, batch: Batch) -> torch.Tensor:
     """The value head on the policy's last hidden state at the response positions: (B, T)."""
-    out = policy(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True)
-    return value_head(gather_positions(out.hidden_states[-1], batch.logit_index))
+    return value_head(response_logits(policy, batch, hidden=True)[1])
 
 
 def compute_advantages(ro: Rollout, sig: Signals, cfg: PPOConfig, policy=None, value_head=None) -> Advantages:
@@ -486,21 +485,20 @@ UPDATE_STATS = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", 
 def minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, mb_t, value_head, teacher,
                old_topk):
     """The policy's forward on the rows ``mb_t`` (and the teacher's, when the plan reads it): (_Minibatch, the
-    policy's output, the packed rows)."""
+    policy's last hidden state at the response positions (b, T, H) when there is a value head (else None))."""
     sub = ro.batch.select(mb_t)
-    out = policy(input_ids=sub.input_ids, attention_mask=sub.attention_mask, output_hidden_states=value_head is not None)
-    logits = scaled_logits(gather_positions(out.logits, sub.logit_index), cfg.temperature)   # (b, T, V)
+    raw, hidden = response_logits(policy, sub, hidden=value_head is not None)   # (b, T, V), (b, T, H) or None
+    logits = scaled_logits(raw, cfg.temperature)
     lp = selective_log_softmax(logits.float(), sub.response_ids)   # (b, T)
     t_logits = None
     if sig.teacher_batch is not None:  # opd_kl, or the v2 hybrid's OPD term
         tb = sig.teacher_batch.select(mb_t)
         with torch.no_grad():
-            t_logits = gather_positions(teacher(input_ids=tb.input_ids, attention_mask=tb.attention_mask).logits,
-                                        tb.logit_index) / cfg.temperature
+            t_logits = response_logits(teacher, tb)[0] / cfg.temperature
     old = ro.logprobs[mb_t] if ro.logprobs is not None else None
     k = (old_topk[0][mb_t], old_topk[1][mb_t]) if old_topk is not None else None
     mb = _Minibatch(lp, logits, t_logits, old, adv.advantages[mb_t], adv.mask[mb_t], adv.sample_rows[mb_t], k)
-    return mb, out, sub
+    return mb, hidden
 
 
 def _terms(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan, rows_t, value_head, teacher,
@@ -508,14 +506,14 @@ def _terms(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p
     """The loss terms of the rows ``rows_t``: (the plan's loss plus the KL term, each reduced by ``loss_agg``; the
     value head's squared error, a token mean, or None; the _Minibatch; the per-token KL or None; the clip shares)."""
     L = p.loss
-    mb, out, sub = minibatch(policy, ro, sig, adv, cfg, rows_t, value_head, teacher, old_topk)
+    mb, hidden = minibatch(policy, ro, sig, adv, cfg, rows_t, value_head, teacher, old_topk)
     loss, clip = LOSSES[p.loss_family](mb, L, cfg)
     kl = kl_estimate(mb.lp, ro.ref_logprobs[rows_t], L.kl_estimator) if ro.ref_logprobs is not None else None
     if L.kl_coef:
         loss = loss + L.kl_coef * aggregate_loss(kl, mb.mask, L.loss_agg, mb.rows)
     value = None
     if value_head is not None:
-        v = value_head(gather_positions(out.hidden_states[-1], sub.logit_index))
+        v = value_head(hidden)
         value = masked_mean((v - adv.returns[rows_t]) ** 2, mb.mask)
     return loss, value, mb, kl, clip
 

@@ -30,7 +30,7 @@ from typing import List
 import numpy as np
 import torch
 
-from ..models.lm import logprobs_from_batch
+from ..models.lm import logprobs_in_parts
 from ..rl import ppo  # the stages, looked up at each call (a test may replace one)
 from ..rl.driver import make_rollout, signal_tensors
 from ..rl.run import TrainingDivergedError, check_finite
@@ -223,8 +223,8 @@ class TrainerLoop(_Loop):
         s = self.system
         ro = turn_rollout(turns, s.engine, with_feedback=False)
         served = ro.logprobs
-        with torch.no_grad():
-            ro.logprobs = logprobs_from_batch(s.engine.trainer, ro.batch, temperature=s.ppo.temperature)  # pi_old
+        with torch.no_grad():  # pi_old, --micro-batch rows at a time (the update's memory)
+            ro.logprobs = logprobs_in_parts(s.engine.trainer, ro.batch, s.ppo.micro_batch, s.ppo.temperature)
         A, M = signal_tensors([(t.signal, t.mask) for t in turns], ro.batch.response_mask)  # as samples.jsonl holds them
         sig = ppo.Signals(A, M, [t.hint for t in turns])
         adv = ppo.compute_advantages(ro, sig, s.ppo)

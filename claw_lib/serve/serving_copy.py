@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from typing import Dict, Optional
 
 import torch
 
@@ -35,9 +36,11 @@ def check_serving_format(fmt: str, device: str = "cpu") -> None:
         raise ValueError(f"serving_format 'int8' is a CPU format (dynamic int8 kernels); on {device} use 'bf16'")
 
 
-def serving_copy(model, fmt: str):
+def serving_copy(model, fmt: str, shared: Optional[Dict[int, torch.nn.Parameter]] = None):
     """The module that decodes for ``model`` (frozen, eval mode) in ``fmt``: one of
-    :data:`~claw_lib.serve.config.SERVING_FORMATS` ("full": ``model`` itself, no copy)."""
+    :data:`~claw_lib.serve.config.SERVING_FORMATS` ("full": ``model`` itself, no copy). ``shared`` (id -> parameter,
+    :func:`~claw_lib.serve.engine.shared_base`): parameters the "int8" copy shares instead of copying (the base
+    weights under adapters: its int8 layers are made from them, its embeddings and norms are theirs)."""
     if fmt == "full":
         return model
     if fmt == "bf16":
@@ -45,7 +48,8 @@ def serving_copy(model, fmt: str):
     check_serving_format(fmt, str(next(model.parameters()).device))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # quantize_dynamic's deprecation note (module docstring)
-        return torch.ao.quantization.quantize_dynamic(model, base_linears(model), dtype=torch.qint8, inplace=False)
+        return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model, dict(shared or {})), base_linears(model),
+                                                      dtype=torch.qint8, inplace=True)
 
 
 def base_linears(model) -> set:

@@ -278,8 +278,9 @@ class Archive:
     version it holds decode together; one for another version waits until they are done, then loads its tensors."""
 
     def __init__(self, engine):
-        self.full, self.fmt = _frozen(engine.serving), engine.serving_format
-        self.batcher = Batcher(serving_copy(self.full, self.fmt), max_batch=engine.batcher.max_batch,
+        self.fmt, self.shared = engine.serving_format, engine.shared  # the base weights stay shared (engine.shared_base)
+        self.full = _frozen(engine.serving, self.shared)
+        self.batcher = Batcher(serving_copy(self.full, self.fmt, self.shared), max_batch=engine.batcher.max_batch,
                                lp_temperature=engine.batcher.lp_temperature)
         self.batcher.version = -1
         self.cond = threading.Condition()
@@ -292,7 +293,7 @@ class Archive:
             self.cond.wait_for(lambda: self.users == 0 or self.batcher.version == version)
             if self.batcher.version != version:  # nobody decodes: the batcher is idle
                 load_state(self.full, state)
-                self.batcher.model = serving_copy(self.full, self.fmt)
+                self.batcher.model = serving_copy(self.full, self.fmt, self.shared)
                 self.batcher.version = version
             self.users += 1
         try:

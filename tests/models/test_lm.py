@@ -154,3 +154,82 @@ def test_dtypes_and_peak_memory():
     import resource
 
     assert peak_memory_gib("cpu") == pytest.approx(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20, rel=0.05)
+
+
+def _random_batch(V, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    prompts = [torch.randint(0, V, (n,), generator=g).tolist() for n in (5, 17, 9, 30)]
+    responses = [torch.randint(0, V, (n,), generator=g).tolist() for n in (12, 3, 25, 40)]
+    return pack(prompts, responses, 0)
+
+
+@pytest.mark.parametrize("wrap", ["plain", "peft"])
+def test_response_logits_are_the_full_forward_at_the_response_positions(random_lm, wrap):
+    """The output layer on the response positions only (no (B, L, V) logits) gives the full forward's logits and
+    last hidden state there, exactly; inside a PEFT wrapper too, and with gradients."""
+    import copy
+
+    from claw_lib.models.lm import plain_head, response_logits
+    from claw_lib.ops import gather_positions
+    model = copy.deepcopy(random_lm[0])
+    if wrap == "peft":
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(r=4, target_modules=["c_attn"], fan_in_fan_out=True))
+    assert plain_head(model) is not None
+    b = _random_batch(model.config.vocab_size)
+    out = model(input_ids=b.input_ids, attention_mask=b.attention_mask, output_hidden_states=True)
+    logits, hidden = response_logits(model, b, hidden=True)
+    assert logits.shape == (4, 40, model.config.vocab_size) and hidden.shape == (4, 40, model.config.n_embd)
+    assert torch.equal(logits, gather_positions(out.logits, b.logit_index))
+    assert torch.equal(hidden, gather_positions(out.hidden_states[-1], b.logit_index))
+    assert logits.requires_grad
+    assert response_logits(model, b)[1] is None
+
+
+def test_response_logits_fall_back_to_the_full_forward(random_lm):
+    """A model outside PLAIN_HEADS (its head may scale or cap) and a wrapper that is no module take the full forward."""
+    import copy
+
+    from claw_lib.models.lm import plain_head, response_logits
+    from claw_lib.models.lora import AdapterDisabled
+    from claw_lib.ops import gather_positions
+    model = copy.deepcopy(random_lm[0])
+    b = _random_batch(model.config.vocab_size, seed=1)
+    with torch.no_grad():
+        want = gather_positions(model(input_ids=b.input_ids, attention_mask=b.attention_mask).logits, b.logit_index)
+        assert plain_head(AdapterDisabled(model)) is None
+        assert torch.equal(response_logits(AdapterDisabled(model), b)[0], want)
+        model.config.model_type = "gemma2"  # soft-capped logits: not lm_head(h)
+        assert plain_head(model) is None
+        assert torch.equal(response_logits(model, b)[0], want)
+
+
+def test_ids_logprobs_scores_fewer_rows_where_the_logits_would_not_fit(random_lm, monkeypatch):
+    """LOGITS_PER_PASS caps rows x tokens x vocabulary per pass; the log-probs are the same one row at a time."""
+    from claw_lib.models import lm
+    model = random_lm[0]
+    g = torch.Generator().manual_seed(2)
+    V = model.config.vocab_size
+    prompts = [torch.randint(0, V, (n,), generator=g).tolist() for n in (4, 9, 6)]
+    responses = [torch.randint(0, V, (n,), generator=g).tolist() for n in (7, 2, 11)]
+    whole = lm.ids_logprobs(model, prompts, responses, 0)[0]
+    passes = []
+    real = lm.logprobs_from_batch
+    monkeypatch.setattr(lm, "logprobs_from_batch", lambda m, b, **k: passes.append(len(b.input_ids)) or real(m, b, **k))
+    monkeypatch.setattr(lm, "LOGITS_PER_PASS", 11 * V)  # one row of the longest response
+    parts = lm.ids_logprobs(model, prompts, responses, 0)[0]
+    assert passes == [1, 1, 1]
+    for a, b in zip(whole, parts):
+        assert a.shape == b.shape and np.allclose(a, b, atol=1e-5)
+
+
+def test_logprobs_in_parts_equal_the_whole_batch(random_lm):
+    """The trainer's pi_old recompute a few rows at a time (--micro-batch): the whole batch's log-probs."""
+    from claw_lib.models.lm import logprobs_in_parts
+    model = random_lm[0]
+    b = _random_batch(model.config.vocab_size, seed=3)
+    with torch.no_grad():
+        whole = logprobs_from_batch(model, b, temperature=0.7)
+        for rows in (None, 1, 3, 4, 9):
+            got = logprobs_in_parts(model, b, rows, temperature=0.7)
+            assert got.shape == whole.shape and torch.allclose(got, whole, atol=1e-5)

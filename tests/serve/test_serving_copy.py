@@ -90,3 +90,35 @@ def test_int8_keeps_peft_lora_adapters_in_full_precision_and_answers_the_same():
     with torch.no_grad():
         full, got = m(input_ids=x).logits, q(input_ids=x).logits
     assert (got - full).abs().max() < 0.25 * full.abs().max()
+
+
+def test_adapters_share_one_set_of_base_weights():
+    """With LoRA adapters the teacher, the serving copy, its int8 copy and the archive's copy hold the trainer's base
+    weights themselves (nothing writes them) and their own adapters; the teacher is the initial model exactly; a
+    swap moves the serving adapters and nothing else. Without adapters every copy has its own weights."""
+    from claw_lib.models.lm import load_causal_lm
+    from claw_lib.serve.versions import Archive
+    e = Engine(check_serve_config(ServeConfig(ppo=PPOConfig(strategy="combined", progress=False, threads=1,
+                                                            lora_rank=4), serving_format="int8")))
+    base = {n: p for n, p in e.trainer.named_parameters() if not p.requires_grad}
+    lora = {n: p for n, p in e.trainer.named_parameters() if p.requires_grad}
+    assert base and lora and set(e.shared) == {id(p) for p in base.values()}
+    for m in (e.teacher, e.serving, Archive(e).full):
+        own = dict(m.named_parameters())
+        assert all(own[n] is p for n, p in base.items()) and all(own[n] is not p for n, p in lora.items())
+    assert any(p is e.trainer.get_input_embeddings().weight for p in e.batcher.model.parameters())  # int8 copy
+    x = torch.tensor([[5, 17, 80, 3, 9]])
+    initial = load_causal_lm(e.ppo.model)[0]
+    with torch.no_grad():
+        assert torch.equal(e.teacher(input_ids=x).logits, initial(input_ids=x).logits)
+        before = {n: p.clone() for n, p in base.items()}
+        for p in lora.values():
+            p.add_(0.05)
+        e.publish(1)
+        served = dict(e.serving.named_parameters())
+        assert all(torch.equal(served[n], p) for n, p in lora.items())
+        assert all(torch.equal(before[n], p) for n, p in base.items())
+        assert torch.equal(e.teacher(input_ids=x).logits, initial(input_ids=x).logits)
+    full = Engine(check_serve_config(ServeConfig(ppo=PPOConfig(strategy="combined", progress=False, threads=1,
+                                                               lora_rank=0))))
+    assert full.shared == {} and not any(p is q for p, q in zip(full.trainer.parameters(), full.teacher.parameters()))
