@@ -96,6 +96,17 @@ def shared_base(trainer) -> Dict[int, torch.nn.Parameter]:
     return {id(p): p for p in trainer.parameters() if not p.requires_grad}
 
 
+def served_task(tokenizer, messages: List[dict], chat: bool) -> ServedTask:
+    """The prompt the server builds for ``messages`` (OpenAI chat messages): the whole conversation through the
+    tokenizer's chat template when ``chat``, else the last message in the kit's prompt form."""
+    last = message_text(messages[-1].get("content")).strip()
+    lang = guess_lang(last) if last else "en"
+    if chat:
+        text = tokenizer.apply_chat_template(template_messages(messages), tokenize=False, add_generation_prompt=True)
+        return ServedTask(text, last, lang, messages=[dict(m) for m in messages])
+    return ServedTask(build_prompt(last, lang), last, lang)
+
+
 class Engine:
     """Serving, trainer and teacher copies of ``cfg.ppo.model`` and the version counter.
 
@@ -125,13 +136,7 @@ class Engine:
     # ------------------------------------------------------------------ prompts
     def task(self, messages: List[dict]) -> ServedTask:
         """The prompt of a conversation (:data:`~claw_lib.serve.config.CONTEXTS`) as a :class:`ServedTask`."""
-        last = message_text(messages[-1].get("content")).strip()
-        lang = guess_lang(last) if last else "en"
-        if self.chat:
-            text = self.tokenizer.apply_chat_template(template_messages(messages), tokenize=False,
-                                                      add_generation_prompt=True)
-            return ServedTask(text, last, lang, messages=[dict(m) for m in messages])
-        return ServedTask(build_prompt(last, lang), last, lang)
+        return served_task(self.tokenizer, messages, self.chat)
 
     # ------------------------------------------------------------------ serving
     @property

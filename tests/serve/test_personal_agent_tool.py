@@ -129,3 +129,63 @@ def test_the_heldout_table_pairs_each_arm_with_the_untrained_model_problem_by_pr
     # (+1, +1, 0, 0): +0.50, s.e. sqrt(1/3) / 2 = 0.29; correct (0, 0, -1, 0): -0.25, s.e. 0.25
     assert "| teacher_en | 0 | prompt_only | 4 | 0.75 (0.25) | 0.25 (0.25) | +0.50 (0.29) | -0.25 (0.25) |" in lines
     assert "| teacher_en | 0 | no_training | 4 | 0.25 (0.25) | 0.50 (0.29) | - | - |" in lines
+
+
+def test_the_token_colours_are_the_adapters_log_prob_change(runs, tmp_path):
+    """tools/personal_agent_tokens.py: the problem chosen by its rule, both replies' tokens, and each token's change
+    log pi_adapter - log pi_base against a direct computation with and without the adapter; the figure is drawn."""
+    import shutil
+
+    import numpy as np
+    import torch
+
+    from claw_lib.models.lm import TINY_LM_DIR, load_causal_lm, response_logprobs
+    from claw_lib.models.peft_lora import add_peft_lora, save_adapter
+    tokens = load_tool("personal_agent_tokens")
+    _, root = runs
+    run, control = tmp_path / "student_en" / "combined" / "seed0", tmp_path / "student_en" / "no_training" / "seed0"
+    for src, dst in ((root / "student_en" / "combined" / "seed0", run),
+                     (root / "student_en" / "no_training" / "seed0", control)):
+        dst.mkdir(parents=True)
+        for name in ("done.json", "heldout.jsonl"):
+            shutil.copy(src / name, dst / name)
+    model, tok = load_causal_lm(str(TINY_LM_DIR))
+    pm = add_peft_lora(model, r=4, seed=0)
+    with torch.no_grad():
+        for n, p in pm.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05, generator=torch.Generator().manual_seed(1))
+    save_adapter(model, run / "server" / "adapters" / "v2")
+    (run / "server" / "adapters" / "v1").mkdir()  # an older version: the highest is read
+    out = tmp_path / "tokens.json"
+    assert tokens.main(["--model", str(TINY_LM_DIR), "--run", str(run), "--control", str(control), "--problems", SAMPLE,
+                        "--out", str(out), "--png", str(tmp_path / "tokens.png")]) == 0
+    data = json.loads(out.read_text())
+    held = [json.loads(x) for x in (run / "heldout.jsonl").read_text().splitlines()]
+    before = {r["problem"]: r for r in map(json.loads, (control / "heldout.jsonl").read_text().splitlines())}
+    assert data["problem"] == tokens.choose(held, list(before.values()))[0] and data["adapter"].endswith("/v2")
+    prompt = tokens.prompt_text(tok, "student", "en", data["problem"], 0, None, SAMPLE)
+    replies = [before[data["problem"]]["reply"], next(r for r in held if r["problem"] == data["problem"])["reply"]]
+    with_adapter = response_logprobs(model, tok, [prompt] * 2, replies)
+    with pm.disable_adapter():
+        base = response_logprobs(model, tok, [prompt] * 2, replies)
+    for i, key in enumerate(("before", "after")):
+        assert data[key]["tokens"] == [t.text for t in base.tokens[i]]
+        assert np.allclose(data[key]["delta"], with_adapter.logprobs[i] - base.logprobs[i], atol=2e-4)
+    assert any(abs(x) > 1e-3 for x in data["before"]["delta"] + data["after"]["delta"])
+    assert (tmp_path / "tokens.png").stat().st_size > 10_000
+    with pytest.raises(ValueError, match="exists"):
+        tokens.main(["--model", str(TINY_LM_DIR), "--run", str(run), "--control", str(control), "--problems", SAMPLE,
+                     "--out", str(out)])
+
+
+def test_the_token_colours_choose_by_their_rule():
+    tokens = load_tool("personal_agent_tokens")
+    before = [{"problem": p, "accepted": a, "reply": r} for p, a, r in ((1, False, "x"), (2, False, "y"), (3, True, "z"))]
+    after = [{"problem": p, "accepted": a, "reply": r} for p, a, r in ((1, False, "x"), (2, False, "w"), (3, True, "z"))]
+    assert tokens.choose(after, before) == (2, "the replies differ")
+    after[2]["accepted"], before[2]["accepted"] = True, False
+    assert tokens.choose(after, before) == (3, "accepted after, not before")
+    assert tokens.choose(before, before) == (1, "the first problem")
+    with pytest.raises(ValueError, match="share no"):
+        tokens.choose(after, [{"problem": 9, "accepted": False, "reply": ""}])
