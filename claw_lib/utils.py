@@ -85,6 +85,24 @@ def set_threads(threads: int = 0) -> int:
     return n
 
 
+def release_freed_memory() -> bool:
+    """Hand the memory freed since the last call back to the operating system (glibc's ``malloc_trim(0)``). glibc
+    keeps what a thread frees in that thread's arena for reuse, so a server whose trainer, judge and request threads
+    each allocate large tensors in turn grows its resident memory far past what it holds: a 0.5B server measured
+    12.8 GB resident, 7.3 GB after one call. True where it ran (Linux with glibc), False elsewhere (a no-op)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl, macOS, Windows): nothing to call
+        return False
+    return True
+
+
 def seed_everything(seed: int = 0, threads: int | None = 1) -> None:
     """Seed python, numpy and torch; optionally pin torch to ``threads`` CPU threads.
 

@@ -37,6 +37,7 @@ from ..rl.run import TrainingDivergedError, check_finite
 from ..rl.samples import judged_fields  # the judge's verdict as every run records it
 from ..rl.strategies import plan
 from ..toy.env import Feedback
+from ..utils import release_freed_memory
 from .engine import ServedTask
 from .resume import apply_sample, commit_update, upstream_records  # what a sample and an update write
 from .sessions import Turn
@@ -215,6 +216,7 @@ class TrainerLoop(_Loop):
                **extra, **adv.metrics, **stats, **checks, "publish/published": float(not skipped),
                "timing/update_s": time.time() - t0}
         commit_update(s, self.optimizer, keys, new, row, skipped)
+        release_freed_memory()  # the update's tensors, kept by the allocator otherwise (utils.release_freed_memory)
         s.event("trained", t0, time.time(), session_id=None, turn=None, version=new, samples=len(keys),
                 **({"skipped": skipped} if skipped else {}))
 
