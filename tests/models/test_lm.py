@@ -233,3 +233,25 @@ def test_logprobs_in_parts_equal_the_whole_batch(random_lm):
         for rows in (None, 1, 3, 4, 9):
             got = logprobs_in_parts(model, b, rows, temperature=0.7)
             assert got.shape == whole.shape and torch.allclose(got, whole, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["qwen2", "llama"])
+def test_response_logits_of_real_model_families(family):
+    """The families real runs use (random weights, a few kilobytes): the response-position logits and last hidden
+    state are the full forward's, bit for bit, with padding on either side of a row."""
+    import transformers
+
+    from claw_lib.models.lm import plain_head, response_logits
+    from claw_lib.ops import gather_positions
+    cls, cfg = {"qwen2": ("Qwen2ForCausalLM", "Qwen2Config"), "llama": ("LlamaForCausalLM", "LlamaConfig")}[family]
+    torch.manual_seed(0)
+    model = getattr(transformers, cls)(getattr(transformers, cfg)(
+        vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, tie_word_embeddings=True)).eval()
+    assert plain_head(model) is not None
+    b = pack([[1, 2, 3], [4, 5, 6, 7, 8, 9]], [[10, 11, 12, 13], [14]], 0)
+    with torch.no_grad():
+        out = model(input_ids=b.input_ids, attention_mask=b.attention_mask, output_hidden_states=True)
+        logits, hidden = response_logits(model, b, hidden=True)
+    assert torch.equal(logits, gather_positions(out.logits, b.logit_index))
+    assert torch.equal(hidden, gather_positions(out.hidden_states[-1], b.logit_index))
