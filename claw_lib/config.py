@@ -33,7 +33,7 @@ __all__ = ["SUBTOKEN_MODES", "AlignConfig", "RewardConfig", "OPDConfig", "TaskCo
            "LOSS_AGGREGATIONS", "UPSTREAM_LOSS", "KIT_LOSS", "validate", "LIMITS", "WORLDS", "DTYPES", "PER_MODEL",
            "SMALL_MODEL_PARAMS", "model_defaults", "recommended_lr", "lr_warning", "resolve_for_model", "SettingError",
            "CHOICES", "KL_ESTIMATORS", "QUESTION_KINDS", "TEACHERS", "CHAIN_REWARDS", "HINT_SELECTIONS", "ALTERNATIVES",
-           "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS",
+           "HINT_PROMPTS", "ENGINES", "CONTRASTS", "ALIGNMENT_STRATEGIES", "ReviserConfig", "REVISER_SCOPES", "REVISER_MODELS",
            "REVISER_COMBINES", "HOMEWORK_PERSONAS", "GSM8K_SPLITS",
            "CEILING_CONDITIONS", "DECODINGS", "LOCALISERS"]
 
@@ -98,6 +98,8 @@ JUDGE_KINDS = ("rule", "url", "model")
 CHAIN_REWARDS = ("outcome", "outcome+prm")
 #: which hint candidate becomes the hint (``OPDConfig.hint_selection``)
 HINT_SELECTIONS = ("longest", "shortest", "overlap")
+#: how an LLM judge is asked for a hint (``OPDConfig.hint_prompt``, :mod:`claw_lib.signals.judges`)
+HINT_PROMPTS = ("openclaw", "plain")
 #: what counts as an alternative the correction brings (``RewardConfig.alternatives``)
 ALTERNATIVES = ("none", "exact", "all")
 #: the OPD gap's control (``OPDConfig.contrast``): none, or the teacher that read an unrelated follow-up
@@ -397,6 +399,11 @@ class OPDConfig:
     ``judge/failed_share``, never stops the run. The live server has its own (ServeConfig.judge)"""
     judge_model: str = ""
     """the model name asked for at a judge URL (empty: the first model its /v1/models lists); a URL judge only"""
+    hint_prompt: str = "openclaw"
+    """how an LLM judge (a model or a URL) is asked for a hint: "openclaw" (OpenClaw-RL's prompt: a \\boxed{1} or
+    \\boxed{-1} decision and the hint between [HINT_START] and [HINT_END]) or "plain" (one question a small
+    instruct model answers in its own words: what should the answer have done, or NONE; no format to follow).
+    Qwen2.5-0.5B gave no usable hint in OpenClaw-RL's format (results/real_model/judge.md)"""
 
 
 @dataclass
@@ -735,6 +742,7 @@ CHOICES: Dict[str, Tuple] = {
     "subtokens": SUBTOKEN_MODES, "loss.loss_agg": (None,) + LOSS_AGGREGATIONS, "loss.kl_estimator": KL_ESTIMATORS,
     "task.questions": QUESTION_KINDS, "opd.teacher": TEACHERS, "task.world": WORLDS, "dtype": DTYPES, "task.eval_split": EVAL_SPLITS,
     "task.chain_reward": CHAIN_REWARDS, "opd.hint_selection": HINT_SELECTIONS, "opd.contrast": CONTRASTS,
+    "opd.hint_prompt": HINT_PROMPTS,
     "reward.alternatives": ALTERNATIVES, "lora_impl": LORA_IMPLS, "reward.reviser.scope": REVISER_SCOPES,
     "reward.reviser.combine": REVISER_COMBINES, "reward.localiser": LOCALISERS,
     # the personal-agent experiment's choices (the GSM8K stream's persona and problem set), not PPOConfig settings:

@@ -116,8 +116,9 @@ def agreement(rows, key: str) -> dict:
             "voted": len(voted), "agree_voted": float(np.mean(voted)) if voted else float("nan"), **table}
 
 
-def hint_stats(rows) -> dict:
-    """Hints on the unsatisfied turns (judge and rule), and the 10-character rule on the judge's zh hints."""
+def hint_stats(rows, plain: bool = False) -> dict:
+    """Hints on the unsatisfied turns (judge and rule), and the 10-character rule on the judge's zh hints. ``plain``:
+    the judge was asked the "plain" hint question (``--hint-prompt plain``), whose answers have no box to fail."""
     from claw_lib.signals.judges import HINT_DECISIONS, parse_boxed
 
     unsat = [r for r in rows if int(r["expected"]) == -1]
@@ -130,7 +131,7 @@ def hint_stats(rows) -> dict:
     zh_good = [(r, v["hint"]) for r in rows for v in json.loads(r["hint_votes"])
                if r["lang"] == "zh" and v["positive"] and v["hint"]]
     failed = [(r, t) for r in unsat for t in json.loads(r["raw"])[len(json.loads(r["judge_votes"])):]
-              if parse_boxed(t, HINT_DECISIONS) is None]  # hint votes without a valid decision box
+              if not plain and parse_boxed(t, HINT_DECISIONS) is None]  # hint votes without a valid decision box
     texts = [t for r in rows for t in json.loads(r["raw"])[len(json.loads(r["judge_votes"])):]]  # every hint answer
     return {"unsatisfied": len(unsat), "failed_hint_votes": len(failed), "hint_answers": len(texts),
             "with_block": sum("[HINT_START]" in t and "[HINT_END]" in t for t in texts),
@@ -164,8 +165,9 @@ def rule_on_answers(min_chars: int = 10) -> list:
     return out
 
 
-def summarise(rows, settings: str = "") -> str:
-    """The Markdown report of the judged turns (``settings``: a line saying how they were made)."""
+def summarise(rows, settings: str = "", plain: bool = False) -> str:
+    """The Markdown report of the judged turns (``settings``: a line saying how they were made; ``plain``: the hint
+    question was the "plain" one)."""
     from claw_lib.utils import limits_section
 
     if not rows:
@@ -175,8 +177,8 @@ def summarise(rows, settings: str = "") -> str:
     votes = sum(len(json.loads(r["judge_votes"])) + len(json.loads(r["hint_votes"])) for r in rows)
     failed = sum(int(r["judge_failed"]) for r in rows)
     rl_votes = [v for r in rows for v in json.loads(r["judge_votes"])]
-    h = hint_stats(rows)
-    lines = _reading(rows, h) + [""] + _agreement_lines(rows) + [""] + _hint_lines(h)
+    h = hint_stats(rows, plain)
+    lines = _reading(rows, h, plain) + [""] + _agreement_lines(rows) + [""] + _hint_lines(h)
     head = [f"**{len(rows)} turns** judged; **failed votes {failed} of {votes} = {failed / max(votes, 1):.1%}** "
             f"(judge/failed_share): Binary RL votes {sum(v is None for v in rl_votes)} of {len(rl_votes)}, hint votes "
             f"{failed - sum(v is None for v in rl_votes)} of {votes - len(rl_votes)}; **seconds per turn** (the judge alone, one turn at a time, one thread): CPU "
@@ -187,15 +189,27 @@ def summarise(rows, settings: str = "") -> str:
                      + ["", "Every turn, with the judge's raw answers: judge.csv.", "", limits_section(LIMITS)]) + "\n"
 
 
-def _reading(rows, h):
+def _reading(rows, h, plain: bool = False):
     """The report's conclusion, from the numbers."""
     a, rule = agreement(rows, "judge_score"), {(lang, form): k for lang, form, _, k in rule_on_answers()}
-    return [f"**Reading.** The judge's Binary RL votes that parse agree with the simulated user on {a['agree_voted']:.0%} "
-            f"of the {a['voted']} turns it voted on; on the other {a['n'] - a['voted']} of {a['n']} its vote failed or was 0 "
-            f"(no Binary RL sample). {h['judge_accepted']} of its {h['hint_answers']} hint answers gave an accepted "
-            f"hint ({h['with_box']} had a decision box at all), so OPD and combined would get no hint from it: with "
-            "this model as its own judge, training is Binary RL on the turns it voted on. The 10-character rule had "
-            "nothing to reject here; on real hints a judge could write it rejects every shortest Chinese hint (是X。), "
+    votes = (f"**Reading.** The judge's Binary RL votes that parse agree with the simulated user on "
+             f"{a['agree_voted']:.0%} of the {a['voted']} turns it voted on; on the other {a['n'] - a['voted']} of "
+             f"{a['n']} its vote failed or was 0 (no Binary RL sample). ")
+    if plain:
+        hints = (f"Asked the plain hint question, it gave an accepted hint on {h['judge_accepted']} of the "
+                 f"{h['unsatisfied']} unsatisfied turns ({h['judge_real']} real: the true answer or the user's "
+                 f"preference) and on {h['judge_hint_on_satisfied']} satisfied turns (hints where there was nothing to "
+                 f"learn); the rule judge: {h['rule_accepted']} ({h['rule_real']} real). ")
+    elif h["judge_accepted"] == 0:
+        hints = (f"{h['judge_accepted']} of its {h['hint_answers']} hint answers gave an accepted hint ({h['with_box']} "
+                 "had a decision box at all), so OPD and combined would get no hint from it: with this model as its own "
+                 "judge, training is Binary RL on the turns it voted on. ")
+    else:
+        hints = (f"{h['judge_accepted']} of its {h['hint_answers']} hint answers gave an accepted hint "
+                 f"({h['judge_real']} real). ")
+    short = "The 10-character rule had nothing to reject here; on" if not h["zh_rejected_short"] else \
+        f"The 10-character rule rejected {h['zh_rejected_short']} of its Chinese hints ({h['zh_rejected_real']} real); on"
+    return [votes + hints + short + " real hints a judge could write it rejects every shortest Chinese hint (是X。), "
             f"{rule['zh', 'full sentence']} of 77 Chinese full sentences and {rule['en', 'shortest (是X。 / It is X.)']} "
             "of 77 shortest English ones."]
 
@@ -249,7 +263,8 @@ def run(args) -> int:
     from claw_lib.config import OPDConfig, PPOConfig
 
     torch.set_num_threads(args.threads)
-    cfg = PPOConfig(strategy="combined", device="cpu", seed=args.seed, opd=OPDConfig(judge=args.model, m=args.votes))
+    cfg = PPOConfig(strategy="combined", device="cpu", seed=args.seed,
+                    opd=OPDConfig(judge=args.model, m=args.votes, hint_prompt=args.hint_prompt))
     judge = training_judge(cfg)
     inner = judge._get()                       # the judge's own model also plays the policy: one load
     turns = make_turns(inner.model, inner.tok, args.turns, args.seed, args.max_new_tokens)
@@ -287,6 +302,8 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=0,
                     help="stop once the process has used this many CPU minutes, loading included (0: every turn)")
     ap.add_argument("--out", default=str(OUT), help="folder of judge.csv and judge.md (default results/real_model)")
+    ap.add_argument("--hint-prompt", default="openclaw", choices=("openclaw", "plain"),
+                    help="how the judge is asked for a hint (--hint-prompt of claw train; default openclaw)")
     ap.add_argument("--summarise-only", action="store_true", help="re-read judge.csv and rewrite judge.md")
     ap.add_argument("--force", action="store_true", help="replace judge.csv / judge.md if they exist")
     a = ap.parse_args(argv)
@@ -303,11 +320,14 @@ def main(argv=None) -> int:
     if not a.summarise_only:
         run(a)
     settings = (f"Judge and policy: {a.model}, float32 on the CPU, one thread. The judge as `claw train --judge MODEL "
-                f"--judge-votes {a.votes}` builds it: OpenClaw-RL's prompts, {a.votes} vote(s) per question at temperature "
+                f"--judge-votes {a.votes} --hint-prompt {a.hint_prompt}` builds it: OpenClaw-RL's vote prompt and "
+                + ("OpenClaw-RL's hint prompt" if a.hint_prompt == "openclaw" else "the plain hint question")
+                + f", {a.votes} vote(s) per question at temperature "
                 f"0.6, at most 512 new tokens. The policy's answers sampled at temperature 1 ({a.max_new_tokens} tokens) "
                 f"to the real-world questions' training split, seed {a.seed}, round-robin over the correcting, student and "
                 "teacher users and both languages.")
-    publish_report(summarise(read_rows(out / "judge.csv"), settings), out / "judge.md", force=True)
+    publish_report(summarise(read_rows(out / "judge.csv"), settings, a.hint_prompt == "plain"), out / "judge.md",
+                   force=True)
     return 0
 
 

@@ -65,6 +65,7 @@ TRAIN_FLAGS = {
     "--eval-every": "eval_every", "--lora-rank": "lora_rank", "--task": "task.world", "--eval-split": "task.eval_split",
     "--chain-reward": "task.chain_reward",
     "--lora-impl": "lora_impl", "--judge": "opd.judge", "--judge-model": "opd.judge_model", "--judge-votes": "opd.m",
+    "--hint-prompt": "opd.hint_prompt",
     "--distill": "loss.distill", "--reviser": "reward.reviser.model", "--localiser": "reward.localiser",
     "--micro-batch": "micro_batch",
 }

@@ -19,7 +19,7 @@ __all__ = ["add_serve_args", "cmd_serve", "add_simulate_args", "cmd_simulate", "
 #: ``claw serve`` training options: flag -> the PPOConfig setting (a subset of ``claw train``'s)
 SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", "--temperature", "--max-new-tokens",
                      "--device", "--dtype", "--lora-rank", "--lora-impl", "--w-rl-negative", "--opd-clip", "--threads",
-                     "--micro-batch")
+                     "--micro-batch", "--hint-prompt")
 #: ``claw serve`` serving options: flag -> ServeConfig field
 SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
                "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",

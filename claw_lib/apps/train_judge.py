@@ -82,7 +82,7 @@ def training_judge(cfg) -> Optional[LazyJudge]:
     kind = judge_kind(spec)
     if kind == "rule":
         return None
-    make = lambda: make_judge(spec, o.judge_model, o.m, cfg.device, cfg.seed)  # noqa: E731
+    make = lambda: make_judge(spec, o.judge_model, o.m, cfg.device, cfg.seed, o.hint_prompt)  # noqa: E731
     if kind == "url":
         built = make()
         return LazyJudge(lambda: built, spec, o.m)

@@ -63,7 +63,7 @@ class LiveSystem:
         self.cfg = c = check_serve_config(cfg)
         # the one judge factory, once: a URL judge's endpoint is asked for /v1/models here, before any folder is
         # claimed or model loaded (R4-10); the judge loop takes this judge
-        self.judge = make_judge(c.judge, c.judge_model, c.ppo.opd.m, c.ppo.device, c.ppo.seed)
+        self.judge = make_judge(c.judge, c.judge_model, c.ppo.opd.m, c.ppo.device, c.ppo.seed, c.ppo.opd.hint_prompt)
         self._exit = contextlib.ExitStack()
         self.folder = self._claim(out, force)
         self.t0 = time.time()

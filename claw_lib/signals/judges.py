@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Protocol, Sequence
 
-from ..config import judge_kind
+from ..config import HINT_PROMPTS, judge_kind
 from ..prompts import has_chat_template
 from ..text.corrections import clean_correction, is_chinese
 from ..text.phrases import (
@@ -39,7 +39,7 @@ from .endpoint import open_endpoint
 
 __all__ = ["Vote", "HintVote", "Judge", "RuleJudge", "LLMJudge", "RemoteJudge", "make_judge", "JUDGES", "parse_boxed",
            "parse_hint", "majority_vote", "select_hint", "hint_candidates", "MIN_HINT_CHARS", "judge_prompt",
-           "hint_prompt", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
+           "hint_prompt", "plain_hint_prompt", "parse_plain_hint", "SCORE_VALUES", "HINT_DECISIONS", "ROLES"]
 
 #: OpenClaw-RL keeps a hint only if it is longer than this many characters.
 MIN_HINT_CHARS = 10
@@ -298,6 +298,38 @@ def hint_prompt(response: str, next_state: str, role: str = "user") -> List[dict
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def plain_hint_prompt(response: str, next_state: str, role: str = "user") -> List[dict]:
+    """The "plain" hint question (``opd.hint_prompt``): one question a small instruct model answers in its own words,
+    with nothing to format: what the response should have done, starting "The answer should", or NONE. Read by
+    :func:`parse_plain_hint`."""
+    _check_role(role)
+    who = {"user": "The user then wrote", "tool": "The tool then returned", "system": "The system then said"}.get(
+        role, "Then came")
+    user = (f"An assistant wrote this answer:\n{response}\n\n{who}:\n{next_state}\n\n"
+            "Does that message say how the answer should have been different? If it does, write one or two "
+            "sentences that start with \"The answer should\" and say what to change. If it does not, write only: NONE")
+    return [{"role": "user", "content": user}]
+
+
+#: how a "plain" answer says there is nothing to learn
+_NONE = re.compile(r"^\W*none\b", re.I)
+#: the end of a sentence (Latin or CJK punctuation)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def parse_plain_hint(text: str, max_sentences: int = 2) -> HintVote:
+    """A "plain" answer (:func:`plain_hint_prompt`) as a hint vote: positive with its first ``max_sentences``
+    sentences as the hint, from the first one that starts "The answer should" (or the answer's start when none
+    does); negative for an empty answer or one that starts with NONE. A decision is never missing, so a plain vote
+    does not fail; a hint of 10 characters or fewer is still dropped by :func:`select_hint`."""
+    t = (text or "").strip()
+    if not t or _NONE.match(t):
+        return HintVote(False, None, text or "")
+    start = t.casefold().find("the answer should")
+    sentences = [x for x in _SENTENCE_END.split(t[max(start, 0):]) if x.strip()]
+    return HintVote(True, " ".join(x.strip() for x in sentences[:max_sentences]), text)
+
+
 class Judge(Protocol):
     """What the stages ask of a next-state judge (:func:`~claw_lib.signals.opd.judge_turn`): its Binary RL votes and
     its hint votes on one turn (``role``: one of :data:`ROLES`, who wrote ``next_state``). A failed vote is a
@@ -314,6 +346,7 @@ class _PromptJudge:
     (``_ask(messages) -> m texts``, "" for a failed one)."""
 
     m: int
+    hint_format: str = "openclaw"  # opd.hint_prompt: "openclaw" or "plain" (plain_hint_prompt)
 
     def _ask(self, messages: List[dict]) -> List[str]:
         raise NotImplementedError
@@ -322,6 +355,8 @@ class _PromptJudge:
         return [Vote(parse_boxed(t, SCORE_VALUES), t) for t in self._ask(judge_prompt(response, next_state, role))]
 
     def hint_votes(self, response: str, next_state: str, role: str = "user") -> List[HintVote]:
+        if self.hint_format == "plain":
+            return [parse_plain_hint(t) for t in self._ask(plain_hint_prompt(response, next_state, role))]
         return [HintVote(parse_boxed(t, HINT_DECISIONS) == 1, parse_hint(t), t)
                 for t in self._ask(hint_prompt(response, next_state, role))]
 
@@ -396,10 +431,17 @@ JUDGES: Dict[str, Callable[..., Optional[Judge]]] = {
 }
 
 
-def make_judge(spec: str, model: str = "", m: int = 3, device: str = "cpu", seed: int = 0) -> Optional[Judge]:
+def make_judge(spec: str, model: str = "", m: int = 3, device: str = "cpu", seed: int = 0,
+               hint_prompt: str = "openclaw") -> Optional[Judge]:
     """The next-state judge a setting names (``opd.judge`` of ``claw train``, ``claw serve --judge``; read by
     :func:`~claw_lib.config.judge_kind`): None for "rule" (the rule judge of
     :func:`~claw_lib.signals.opd.judge_turn`), :class:`RemoteJudge` for an http(s):// URL (``model``: the name asked
     for there; the endpoint checked at once), :class:`LLMJudge` for a local instruct model (a Hugging Face name or
-    folder, loaded on ``device``; ``m`` sampled votes of at most 512 new tokens, seeded by ``seed``)."""
-    return JUDGES[judge_kind(spec)](spec.strip(), model, m, device, seed)
+    folder, loaded on ``device``; ``m`` sampled votes of at most 512 new tokens, seeded by ``seed``); an LLM judge
+    asks for hints with ``hint_prompt`` (``opd.hint_prompt``: "openclaw" or "plain")."""
+    judge = JUDGES[judge_kind(spec)](spec.strip(), model, m, device, seed)
+    if judge is not None and hint_prompt != "openclaw":
+        if hint_prompt not in HINT_PROMPTS:
+            raise ValueError(f"hint_prompt must be one of {', '.join(HINT_PROMPTS)}, got {hint_prompt!r}")
+        judge.hint_format = hint_prompt
+    return judge

@@ -123,3 +123,36 @@ def test_the_library_refuses_a_named_judge_without_the_judge():
 
     with pytest.raises(ValueError, match="training_judge"):
         train(PPOConfig(strategy="combined", steps=1, batch_size=2, progress=False, opd=OPDConfig(judge="tiny")))
+
+
+def _plain_reply(messages):
+    """The plain hint question (no HINT_START in it): "The answer should ..." quoting the correction, or NONE; the vote
+    prompt: the default script's box."""
+    from claw_lib.signals.judges import plain_hint_prompt
+    text = messages[-1]["content"]
+    if "## Next state" in text:
+        return rule_reply(messages)
+    state = text.split(":\n", 2)[2].rsplit("\n\nDoes that message", 1)[0].strip()
+    assert plain_hint_prompt("x", state)[0]["content"].endswith(text.rsplit("\n\n", 1)[1])
+    return f"The answer should follow this. {state}" if _corrected(state) else "NONE"
+
+
+def test_the_plain_hint_question_reaches_the_judge_and_its_answer_is_the_hint(tmp_path, capsys):
+    """``--hint-prompt plain``: the endpoint is asked the plain question, and each recorded hint is read from its answer
+    (parse_plain_hint); the votes still come from OpenClaw-RL's prompt; config.json records the setting."""
+    from claw_lib.signals.judges import parse_plain_hint
+    out, judge = tmp_path / "plain", ScriptedJudge(_plain_reply)
+    with judge as url:
+        rc = main(BASE + ["--judge", url, "--judge-votes", "1", "--hint-prompt", "plain", "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    hint_asks = [r for r in judge.requests if "NONE" in r["messages"][-1]["content"]]
+    assert len(hint_asks) == 4 and all("HINT_START" not in r["messages"][0]["content"] for r in hint_asks)
+    samples = _lines(out / "samples.jsonl")
+    hinted = 0
+    for s in samples:
+        reply = f"The answer should follow this. {s['next_state'].strip()}" if _corrected(s["next_state"]) else "NONE"
+        want = parse_plain_hint(reply).hint
+        assert s["judge"]["hint"] == (want if want and len(want) > 10 else None), s
+        hinted += s["judge"]["hint"] is not None
+    assert hinted >= 1
+    assert json.loads((out / "config.json").read_text())["opd"]["hint_prompt"] == "plain"

@@ -182,3 +182,57 @@ def test_the_new_question_rule_changes_no_toy_reply():
                     fb = env.step(t, resp)
                     asks = fb.next_state.strip().endswith(("?", "？")) and j.vote(resp, fb.next_state, fb.role).score == 0
                     assert not asks, fb.next_state
+
+
+@pytest.mark.parametrize("text, positive, hint", [
+    ("NONE", False, None),
+    ("  none.", False, None),
+    ("", False, None),
+    ("The answer should say Beijing. It should be one sentence. And more.", True,
+     "The answer should say Beijing. It should be one sentence."),
+    ("Yes. The answer should name Beijing as the capital!", True, "The answer should name Beijing as the capital!"),
+    ("答案应该是北京。不要写成上海。还有别的。", True, "答案应该是北京。 不要写成上海。"),
+    ("Nonetheless the answer should be shorter.", True, "the answer should be shorter."),
+])
+def test_parse_plain_hint(text, positive, hint):
+    """The plain hint question's answer: NONE (any case, at the start) is a no; otherwise the first two sentences from
+    "The answer should" on (or from the start) are the hint; a plain answer never fails."""
+    from claw_lib.signals.judges import parse_plain_hint
+    v = parse_plain_hint(text)
+    assert (v.positive, v.hint) == (positive, hint)
+
+
+def test_a_prompt_judge_asks_the_plain_question_and_keeps_its_hint():
+    """hint_format "plain": the judge is asked plain_hint_prompt (no box, no block to write) and its answers become
+    hint votes that select_hint reads; the votes still use OpenClaw-RL's prompt."""
+    from claw_lib.signals.judges import _PromptJudge, plain_hint_prompt
+
+    class Scripted(_PromptJudge):
+        m = 2
+
+        def __init__(self):
+            self.asked = []
+
+        def _ask(self, messages):
+            self.asked.append(messages)
+            return ["The answer should say Paris, not Lyon.", "NONE"]
+
+    j = Scripted()
+    j.hint_format = "plain"
+    votes = j.hint_votes("The capital is Lyon.", "No, it is Paris.", "user")
+    assert j.asked[-1] == plain_hint_prompt("The capital is Lyon.", "No, it is Paris.", "user")
+    assert "NONE" in j.asked[-1][0]["content"] and "[HINT_START]" not in j.asked[-1][0]["content"]
+    assert [(v.positive, v.hint) for v in votes] == [(True, "The answer should say Paris, not Lyon."), (False, None)]
+    assert select_hint(votes) == "The answer should say Paris, not Lyon."
+    j.votes("a", "b")
+    assert "\\boxed" in j.asked[-1][0]["content"] + j.asked[-1][-1]["content"]
+
+
+def test_make_judge_sets_the_hint_question():
+    from claw_lib.models.lm import TINY_LM_DIR
+    from claw_lib.signals.judges import make_judge
+    assert make_judge(str(TINY_LM_DIR), hint_prompt="plain").hint_format == "plain"
+    assert make_judge(str(TINY_LM_DIR)).hint_format == "openclaw"
+    assert make_judge("rule", hint_prompt="plain") is None  # the rule judge has no prompt
+    with pytest.raises(ValueError, match="hint_prompt"):
+        make_judge(str(TINY_LM_DIR), hint_prompt="boxed")
