@@ -4,6 +4,8 @@ every output file: :func:`check_out_file`)."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import json
 import math
 import numbers
@@ -90,9 +92,6 @@ def release_freed_memory() -> bool:
     keeps what a thread frees in that thread's arena for reuse, so a server whose trainer, judge and request threads
     each allocate large tensors in turn grows its resident memory far past what it holds: a 0.5B server measured
     12.8 GB resident, 7.3 GB after one call. True where it ran (Linux with glibc), False elsewhere (a no-op)."""
-    import ctypes
-    import ctypes.util
-
     name = ctypes.util.find_library("c")
     if not name:
         return False
