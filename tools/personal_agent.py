@@ -385,6 +385,28 @@ LIMITS = [
 ]
 
 
+def tokens_section(out: Path) -> list:
+    """The report's token colours (``tokens.json`` beside it, written by tools/personal_agent_tokens.py; drawn as
+    ``tokens.png``), or nothing where no trained run has been read that way yet."""
+    src = out.with_name("tokens.json")
+    if not src.is_file():
+        return []
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("personal_agent_tokens", Path(__file__).with_name(
+        "personal_agent_tokens.py"))  # the sibling tool that wrote tokens.json draws it
+    tokens = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tokens)
+    data = json.loads(src.read_text(encoding="utf-8"))
+    tokens.draw(data, out.with_name("tokens.png"))
+    moved = {k: sum(abs(x) > 0.1 for x in data[k]["delta"]) for k in ("before", "after")}
+    return ["## What training changed, token by token", "",
+            f"Held-out problem {data['problem']} (chosen by the rule: {data['chosen_by']}), the untrained model's reply "
+            f"(before) and {data['run']}'s (after), each token coloured by the change in its log-probability under "
+            f"`{data['adapter']}` (blue: more likely after training, red: less). Tokens moved by more than 0.1 nats: "
+            f"{moved['before']} of {len(data['before']['delta'])} before, {moved['after']} of "
+            f"{len(data['after']['delta'])} after.", "", "![token colours](tokens.png)", ""]
+
+
 def report(a) -> int:
     """``report.md`` (and ``curves.png`` beside it): the ceiling, where OPD's signal lands, the live runs."""
     out = check_out_file(a.out, a.force)
@@ -403,7 +425,8 @@ def report(a) -> int:
     text += ["", "## Held-out problems, no system prompt (the prompt-only control: with it), greedy", "",
              "Each arm against the untrained model on the same problems (paired: the mean of the per-problem "
              "differences and its standard error).", ""] + heldout_table(Path(a.runs))
-    text += ["", f"![first replies accepted per session]({fig.name})", "", limits_section(LIMITS), ""]
+    text += ["", f"![first replies accepted per session]({fig.name})", ""] + tokens_section(out)
+    text += [limits_section(LIMITS), ""]
     with atomic_write(out, replace=a.force) as f:
         f.write("\n".join(text))
     print(f"report: {out}")

@@ -189,3 +189,24 @@ def test_the_token_colours_choose_by_their_rule():
     assert tokens.choose(before, before) == (1, "the first problem")
     with pytest.raises(ValueError, match="share no"):
         tokens.choose(after, [{"problem": 9, "accepted": False, "reply": ""}])
+
+
+def test_the_report_draws_the_token_colours_beside_it(runs, tmp_path):
+    """A tokens.json beside the report (tools/personal_agent_tokens.py) becomes its token section and tokens.png, the
+    counts of tokens moved by more than 0.1 nats read from it; without one the section is absent."""
+    tool, root = runs
+    assert tool.main(["summary", "--runs", str(root), "--out", str(tmp_path / "s.json")]) == 0
+    (tmp_path / "ceiling").mkdir()
+    args = ["report", "--summary", str(tmp_path / "s.json"), "--ceiling", str(tmp_path / "ceiling"), "--runs", str(root)]
+    assert tool.main(args + ["--out", str(tmp_path / "plain.md")]) == 0
+    assert "token by token" not in (tmp_path / "plain.md").read_text()
+    (tmp_path / "tokens.json").write_text(json.dumps({
+        "problem": 7, "chosen_by": "the replies differ", "adapter": "student_en/combined/seed0/server/adapters/v3",
+        "run": "student_en/combined/seed0", "control": "student_en/no_training/seed0",
+        "before": {"accepted": False, "correct": True, "tokens": ["A", " b", "\nc"], "delta": [0.5, -0.05, -0.2]},
+        "after": {"accepted": True, "correct": True, "tokens": ["Hi", "!"], "delta": [0.01, 0.3]}}))
+    assert tool.main(args + ["--out", str(tmp_path / "report.md")]) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "Held-out problem 7 (chosen by the rule: the replies differ)" in text
+    assert "Tokens moved by more than 0.1 nats: 2 of 3 before, 1 of 2 after." in text
+    assert (tmp_path / "tokens.png").stat().st_size > 5000
