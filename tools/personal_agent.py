@@ -293,8 +293,9 @@ def landing_lines(folder: Path) -> list:
 def runs_table(summary_data: dict) -> list:
     """Markdown lines: per persona and arm, the live runs' numbers."""
     lines = ["| persona | arm | seeds | sessions | first replies accepted | sessions to adaptation | held-out style "
-             "(s.e.) | held-out correct (s.e.) | CPU min | updates (minutes each) | serving vs trainer log-prob gap, "
-             "nats |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(s.e.) | held-out correct (s.e.) | CPU min | updates (minutes each: median (min-max)) | serving vs "
+             "trainer log-prob gap per token, nats: median (min-max) over updates |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for persona, p in summary_data["personas"].items():
         for arm, r in p["arms"].items():
             adapt = ", ".join(("not yet" if part else "never") if x is None else str(x)
@@ -303,10 +304,19 @@ def runs_table(summary_data: dict) -> list:
             lines.append(f"| {persona} | {arm} | {len(r['seeds'])} | {sessions} | {r['first_accepted']} | "
                          f"{adapt} | {r['heldout_style']} ({r['heldout_style_se']}) | {r['heldout_correct']} "
                          f"({r['heldout_correct_se']}) | {r['cpu_minutes']} | "
-                         + "; ".join(f"{n} ({', '.join(f'{x / 60:.1f}' for x in u)})"
+                         + "; ".join(f"{n} ({spread([x / 60 for x in u], 1)})"
                                      for n, u in zip(r["updates"], r["update_s"]))
-                         + f" | {r['tis_abs_diff']} |")
+                         + " | " + "; ".join(spread(g, 2) for g in r["tis_abs_diff"]) + " |")
     return lines
+
+
+def spread(xs, digits: int) -> str:
+    """``"median (min-max)"`` of a run's per-update values, rounded to ``digits``; ``"-"`` when there are none."""
+    if not xs:
+        return "-"
+    xs = sorted(xs)
+    mid = (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+    return f"{mid:.{digits}f} ({xs[0]:.{digits}f}-{xs[-1]:.{digits}f})"
 
 
 def heldout_rows(folder: Path) -> dict:
@@ -345,6 +355,30 @@ def heldout_table(runs_root: Path) -> list:
     return lines
 
 
+def checks_table(runs_root: Path) -> list:
+    """Markdown lines: per persona, seed and arm, how many held-out replies pass each of the persona's acceptance
+    checks (:func:`claw_lib.toy.homework.checks`, read again from the stored reply) and how many stopped at the run's
+    token cap (``max_tokens`` in its ``done.json``; a reply cut there has no closing words and no final number)."""
+    lines = []
+    for persona_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()):
+        persona = persona_dir.name.rsplit("_", 1)[0]
+        folders = sorted(f for f in persona_dir.glob("*/seed*") if heldout_rows(f))
+        if persona not in HOMEWORK_PERSONAS or not folders:
+            continue
+        names = list(checks(persona, ""))
+        lines += ["", f"| persona | seed | arm | problems | {' | '.join(names)} | cut at the token cap |",
+                  "|---|---|---|---|" + "---|" * (len(names) + 1)]
+        for folder in sorted(folders, key=lambda f: (f.name, f.parent.name)):
+            rows = list(heldout_rows(folder).values())
+            passed = [checks(persona, r["reply"]) for r in rows]
+            done = folder / "done.json"
+            cap = json.loads(done.read_text(encoding="utf-8")).get("max_tokens") if done.is_file() else None
+            cut = "-" if cap is None else str(sum(r["tokens"] >= cap for r in rows))
+            lines.append(f"| {persona_dir.name} | {folder.name[4:]} | {folder.parent.name} | {len(rows)} | "
+                         + " | ".join(str(sum(c[n] for c in passed)) for n in names) + f" | {cut} |")
+    return lines
+
+
 def figure(runs_root: Path, path: Path) -> None:
     """``path`` (PNG): per live run, the first replies accepted so far against the session (the stream's order)."""
     import matplotlib
@@ -376,7 +410,7 @@ LIMITS = [
     "The ceiling beyond its problems: 8 dev problems per persona, greedy, decoded from the int8 serving copy (its "
     "greedy answers can differ from full precision's), answers cut at 320 tokens (a cut answer has no final number, "
     "so correctness is a lower bound).",
-    "A tuned learning rate: the teacher's combined run trains LoRA adapters at 1e-4 (5.6x the kit's per-model default "
+    "A tuned learning rate: the teacher's trained arms train LoRA adapters at 1e-4 (5.6x the kit's per-model default "
     "1.8e-5, at which three updates had not changed a 0.5B model's greedy answers), chosen before the run and not "
     "tuned on dev problems.",
     "The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers "
@@ -425,6 +459,8 @@ def report(a) -> int:
     text += ["", "## Held-out problems, no system prompt (the prompt-only control: with it), greedy", "",
              "Each arm against the untrained model on the same problems (paired: the mean of the per-problem "
              "differences and its standard error).", ""] + heldout_table(Path(a.runs))
+    text += ["", "The same replies check by check: how many pass each of the persona's checks (a reply is accepted "
+             "when it passes all), and how many stopped at the token cap."] + checks_table(Path(a.runs))
     text += ["", f"![first replies accepted per session]({fig.name})", ""] + tokens_section(out)
     text += [limits_section(LIMITS), ""]
     with atomic_write(out, replace=a.force) as f:

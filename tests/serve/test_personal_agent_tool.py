@@ -100,6 +100,20 @@ def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000 and text.rstrip().endswith(limits_section(tool.LIMITS))
 
 
+def test_the_runs_table_gives_each_seeds_updates_as_median_and_range():
+    tool = load_tool("personal_agent")
+    assert tool.spread([0.3, 0.1, 0.2, 0.6], 2) == "0.25 (0.10-0.60)"
+    assert tool.spread([120.0], 1) == "120.0 (120.0-120.0)"
+    assert tool.spread([], 2) == "-"
+    arm = {"seeds": [0, 1], "sessions": [36, 20], "partial": [False, True], "sessions_to_adaptation": [None, None],
+           "first_accepted": [0, 1], "heldout_style": 0.0, "heldout_style_se": 0.0, "heldout_correct": 0.1,
+           "heldout_correct_se": 0.04, "cpu_minutes": [80.0, 30.0], "updates": [2, 0], "update_s": [[60.0, 180.0], []],
+           "tis_abs_diff": [[0.3, 0.5], []]}
+    lines = tool.runs_table({"personas": {"teacher": {"arms": {"combined": arm}}}})
+    assert lines[-1] == ("| teacher | combined | 2 | 36, 20 (cut) | [0, 1] | never, not yet | 0.0 (0.0) | 0.1 (0.04) | "
+                         "[80.0, 30.0] | 2 (2.0 (1.0-3.0)); 0 (-) | 0.40 (0.30-0.50); - |")
+
+
 def test_a_run_cut_short_is_summarised_from_its_sessions_so_far(runs, tmp_path):
     """A run killed in its stream (no done.json, no held-out answers) shows in the summary as partial."""
     import shutil
@@ -129,6 +143,27 @@ def test_the_heldout_table_pairs_each_arm_with_the_untrained_model_problem_by_pr
     # (+1, +1, 0, 0): +0.50, s.e. sqrt(1/3) / 2 = 0.29; correct (0, 0, -1, 0): -0.25, s.e. 0.25
     assert "| teacher_en | 0 | prompt_only | 4 | 0.75 (0.25) | 0.25 (0.25) | +0.50 (0.29) | -0.25 (0.25) |" in lines
     assert "| teacher_en | 0 | no_training | 4 | 0.25 (0.25) | 0.50 (0.29) | - | - |" in lines
+
+
+def test_the_checks_table_counts_each_check_and_the_replies_cut_at_the_cap(tmp_path):
+    """Held-out replies read again check by check (the teacher: opener, close, steps) and those that stopped at the
+    run's token cap; a run with no done.json has no cap to compare with ('-')."""
+    tool = load_tool("personal_agent")
+    steps = "First 3 + 4 = 7. Then 7 * 2 = 14."
+    replies = {"combined": [("Great question! " + steps + " Keep it up!", 40), ("Great question! " + steps, 320),
+                            (steps, 320)],
+               "no_training": [(steps, 30), ("Hello.", 5)]}
+    for arm, rs in replies.items():
+        folder = tmp_path / "teacher_en" / arm / "seed0"
+        folder.mkdir(parents=True)
+        (folder / "heldout.jsonl").write_text("".join(json.dumps({"problem": k, "reply": r, "tokens": t}) + "\n"
+                                                      for k, (r, t) in enumerate(rs)))
+    (tmp_path / "teacher_en" / "combined" / "seed0" / "done.json").write_text(json.dumps({"max_tokens": 320}))
+    lines = tool.checks_table(tmp_path)
+    assert "| persona | seed | arm | problems | friendly_opener | encouraging_close | shows_work | cut at the token " \
+           "cap |" in lines
+    assert "| teacher_en | 0 | combined | 3 | 2 | 1 | 3 | 2 |" in lines
+    assert "| teacher_en | 0 | no_training | 2 | 1 | 0 | 1 | - |" in lines
 
 
 def test_the_token_colours_are_the_adapters_log_prob_change(runs, tmp_path):
