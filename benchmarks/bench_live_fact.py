@@ -39,6 +39,8 @@ from claw_lib.toy.real_tasks import real_facts  # noqa: E402
 from claw_lib.utils import add_report_args, atomic_write, check_new_file, limits_section, publish_report, \
     report_path, script_main  # noqa: E402
 
+#: where the held-out questions come from, by --facts
+HELDOUT_FROM = {"first": "the set's other capital questions", "split": "the eval split's capital questions"}
 LIMITS = [
     "A person in the page: the person here is a script sending the page's requests through the `openai` client "
     "(the same API the page calls); the page itself was not driven.",
@@ -61,20 +63,32 @@ def ask(chat, question: str, session: str | None = None, done: bool = False, his
     return r.choices[0].message.content or ""
 
 
-def choose(chat, lang: str, n_heldout: int) -> tuple:
-    """(the fact to correct, its wrong answer, the held-out facts, their answers before): step 1."""
+def choose(chat, lang: str, n_heldout: int, split: bool = False) -> tuple:
+    """(the fact to correct, its wrong answer, the held-out facts, their answers before): step 1. ``split``: the
+    fact is the first one answered wrong among the training facts that are not dev facts, the held-out facts are
+    the eval split's (never seen by the gate), instead of the first ``n_heldout`` of all the others."""
     facts = [f for f in real_facts() if f.kind == "capital" and f.lang == lang]
+    pool = [f for f in facts if f.split == "train" and not f.dev] if split else facts
     answers = {}
-    for f in facts:
+    for f in pool:
         answers[f.text] = ask(chat, f.text)
         if not f.check(answers[f.text]):
             target = f
             break
     else:
-        raise RuntimeError(f"the model answers all {len(facts)} capital questions ({lang}) right: nothing to correct")
-    others = [f for f in facts if f is not target][:n_heldout]
+        raise RuntimeError(f"the model answers all {len(pool)} capital questions ({lang}) right: nothing to correct")
+    others = [f for f in facts if (f.split == "eval" if split else f is not target)][:n_heldout]
     before = {f.text: answers.get(f.text) or ask(chat, f.text) for f in others}
     return target, answers[target.text], others, before
+
+
+def gate_file(path: Path, lang: str) -> Path:
+    """``path``: the publish gate's probes (claw_lib.serve.gate), the dev capital facts of ``lang`` (the truth as
+    the expected text)."""
+    rows = [{"prompt": f.text, "expected": f.truth} for f in real_facts()
+            if f.kind == "capital" and f.lang == lang and f.dev]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
 
 
 def rounds(chat, url: str, proc, target, correction: str, a) -> list:
@@ -89,7 +103,9 @@ def rounds(chat, url: str, proc, target, correction: str, a) -> list:
         after = ask(chat, target.text)
         rows.append({"round": k + 1, "asked": first, "policy_version": st.get("policy_version"),
                      "updates": st.get("updates"), "samples_scored": st.get("samples_scored"),
-                     "stopped": st.get("stopped_reason"), "answer_after": after, "right": bool(target.check(after)),
+                     "stopped": st.get("stopped_reason"), "skipped": st.get("last_skipped"),
+                     "gate": (st.get("publish_gate") or {}).get("last"),
+                     "answer_after": after, "right": bool(target.check(after)),
                      "server_cpu_min": round(cpu_seconds(proc.pid) / 60, 2)})
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
         if rows[-1]["right"] or rows[-1]["server_cpu_min"] >= a.max_cpu_minutes:
@@ -120,10 +136,18 @@ def page(res: dict) -> str:
     lines += ["",
               f"- The answer first changed: {when(changed)}; first right: {when(right)} (the target: within "
               f"{res['max_cpu_minutes']:g} CPU minutes).",
-              f"- Held-out questions (the set's other capital questions, {len(res['heldout_before'])}): {same} greedy "
+              f"- Held-out questions ({HELDOUT_FROM[res.get('facts', 'first')]}, {len(res['heldout_before'])}): "
+              f"{same} greedy "
               f"answers unchanged word for word; right before {held_right['before']}, after {held_right['after']} "
               "(the target: all unchanged)." + "".join(f"\n  - {m}" for m in moved),
-              f"- Adapters written: {', '.join(res['adapters']) or 'none'}.", "", limits_section(LIMITS)]
+              f"- Adapters written: {', '.join(res['adapters']) or 'none'}."]
+    if res.get("gate"):
+        lines += ["- The publish gate (the dev capital questions, answer contains the truth; before: the live int8 "
+                  "copy, after: the candidate's training weights): " + "; ".join(
+                      f"update of version {g['version']}: {g['score_before']:.3f} -> {g['score_after']:.3f} "
+                      f"({'published' if g['passed'] else 'kept the live version'})"
+                      for g in {r["gate"]["version"]: r["gate"] for r in rows if r.get("gate")}.values()) + "."]
+    lines += ["", limits_section(LIMITS)]
     return "\n".join(lines) + "\n"
 
 
@@ -135,6 +159,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=8, help="corrections at most (default 8)")
     ap.add_argument("--max-cpu-minutes", type=float, default=10.0, help="stop when the server has used this much")
     ap.add_argument("--heldout", type=int, default=8, help="held-out questions (default 8)")
+    ap.add_argument("--facts", choices=("first", "split"), default="first",
+                    help="first: the first wrong fact, held out the first --heldout others; split: the first wrong "
+                         "training fact that is not a dev fact, held out the eval split's facts")
+    ap.add_argument("--gate", action="store_true",
+                    help="claw serve --publish-gate with the dev capital facts as probes (use with --facts split)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wait-s", type=float, default=1800.0, help="longest wait for one update (default 1800)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
@@ -154,11 +183,12 @@ def main(argv=None) -> int:
     flags = ["--model", a.model, "--serving-format", "int8", "--batch-size", 1, "--lora-impl", "peft",
              "--threads", a.threads] + (["--lr", a.lr] if a.lr is not None else [])
     with tempfile.TemporaryDirectory() as tmp:
-        proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
+        gate = ["--publish-gate", gate_file(Path(tmp) / "gate.jsonl", a.lang)] if a.gate else []
+        proc, url = start_claw_serve(flags + gate + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
             chat = (client, client.models.list().data[0].id)
-            target, wrong, others, before = choose(chat, a.lang, a.heldout)
+            target, wrong, others, before = choose(chat, a.lang, a.heldout, a.facts == "split")
             correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
             rows = rounds(chat, url, proc, target, correction, a)
             after = {f.text: ask(chat, f.text) for f in others}
@@ -166,7 +196,9 @@ def main(argv=None) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:])), "question": target.text,
+    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:] + (["--publish-gate", "DEV_FACTS"] if gate
+                                                                            else []))),
+           "facts": a.facts, "gate": a.gate, "question": target.text,
            "truth": target.truth, "wrong_answer": wrong, "correction": correction, "rounds": rows,
            "heldout_before": before, "heldout_after": after, "adapters": adapters,
            "max_cpu_minutes": a.max_cpu_minutes}

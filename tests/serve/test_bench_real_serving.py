@@ -23,6 +23,29 @@ def test_one_correction_changes_the_tiny_gpts_planted_answer_and_the_page_report
         bench.main(["--model", "tiny", "--rounds", "0", "--out", str(tmp_path / "x.md")])
 
 
+def test_split_facts_hold_out_the_eval_split_and_the_gate_probes_the_dev_facts(tmp_path):
+    """--facts split --gate: the corrected fact is a training fact that is not a dev fact, the held-out questions
+    are exactly the eval split's, the server ran with the dev facts as its publish gate and the page says what the
+    gate decided."""
+    from claw_lib.toy.real_tasks import real_facts
+
+    bench = load_tool("bench_live_fact", "benchmarks")
+    capitals = [f for f in real_facts() if f.kind == "capital" and f.lang == "en"]
+    probes = bench.gate_file(tmp_path / "gate.jsonl", "en").read_text().splitlines()
+    assert [json.loads(x) for x in probes] == [{"prompt": f.text, "expected": f.truth} for f in capitals if f.dev]
+    out, js = tmp_path / "fact.md", tmp_path / "fact.json"
+    assert bench.main(["--model", "tiny", "--rounds", "2", "--heldout", "20", "--facts", "split", "--gate",
+                       "--threads", "1", "--out", str(out), "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    by_text = {f.text: f for f in capitals}
+    assert by_text[res["question"]].split == "train" and not by_text[res["question"]].dev
+    assert sorted(res["heldout_before"]) == sorted(f.text for f in capitals if f.split == "eval")
+    assert "--publish-gate DEV_FACTS" in res["serve_flags"] and res["gate"]
+    page = out.read_text()
+    assert "the eval split's capital questions" in page
+    assert any(r["gate"] for r in res["rounds"]) and "The publish gate (the dev capital questions" in page
+
+
 def test_full_precision_greedy_answers_are_the_same_alone_and_batched(tmp_path):
     bench = load_tool("bench_batch_flips", "benchmarks")
     js = tmp_path / "flips.json"
