@@ -142,8 +142,8 @@ def page(res: dict) -> str:
               "(the target: all unchanged)." + "".join(f"\n  - {m}" for m in moved),
               f"- Adapters written: {', '.join(res['adapters']) or 'none'}."]
     if res.get("gate"):
-        lines += ["- The publish gate (the dev capital questions, answer contains the truth; before: the live int8 "
-                  "copy, after: the candidate's training weights): " + "; ".join(
+        lines += ["- The publish gate (the dev capital questions, answer contains the truth; the live version and the "
+                  "candidate each scored in full precision): " + "; ".join(
                       f"update of version {g['version']}: {g['score_before']:.3f} -> {g['score_after']:.3f} "
                       f"({'published' if g['passed'] else 'kept the live version'})"
                       for g in {r["gate"]["version"]: r["gate"] for r in rows if r.get("gate")}.values()) + "."]
