@@ -279,14 +279,16 @@ def ceiling_table(folder: Path) -> list:
 def landing_lines(folder: Path) -> list:
     """Markdown lines: where OPD's negative advantage lands on the untrained replies (share of the negative mass
     per token class, raw and with the drift controls), from the ceiling files that have it."""
-    lines = ["| persona | variant | replies | first | style | number | other |", "|---|---|---|---|---|---|---|"]
+    lines = ["| persona | lang | variant | replies | first | style | number | other |",
+             "|---|---|---|---|---|---|---|---|"]
     for f in sorted(folder.glob("*.json")):
         for r in json.loads(f.read_text(encoding="utf-8"))["results"]:
             land = r.get("landing")
             for variant, per in (land or {}).get("classes", {}).items():
                 cells = [f"{per[c]['negative_share']:.2f} ({per[c]['most_negative']})" for c in
                          ("first", "style", "number", "other")]
-                lines.append(f"| {r['persona']} | {variant} | {land['replies']} | " + " | ".join(cells) + " |")
+                lines.append(f"| {r['persona']} | {r['lang']} | {variant} | {land['replies']} | " + " | ".join(cells)
+                             + " |")
     return lines
 
 

@@ -95,7 +95,7 @@ def test_the_report_shows_the_ceiling_the_landing_and_the_runs(runs, tmp_path):
                       "--out", str(tmp_path / "report.md")]) == 0
     text = (tmp_path / "report.md").read_text()
     assert "| student | en | 8 | 1/8, 5/8 | 3/8, 5/8 | 1/7, 5/7 |" in text
-    assert "| student | raw | 7 | 0.25 (2)" in text and "| student | combined | 1 | 4 | [" in text
+    assert "| student | en | raw | 7 | 0.25 (2)" in text and "| student | combined | 1 | 4 | [" in text
     assert s["personas"]["student"]["arms"]["combined"]["updates"][0] >= 1
     assert (tmp_path / "curves.png").stat().st_size > 1000 and text.rstrip().endswith(limits_section(tool.LIMITS))
 
