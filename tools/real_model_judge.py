@@ -165,6 +165,16 @@ def rule_on_answers(min_chars: int = 10) -> list:
     return out
 
 
+def row_failed(r, plain: bool = False) -> int:
+    """A judged turn's failed votes: the stored count (``judge_failed``) for OpenClaw-RL's hint prompt; for the plain
+    one, recounted from the stored answers (a Binary RL vote without its box, a hint answer that came back empty: a
+    plain hint has no box to miss, :meth:`claw_lib.signals.opd.TurnSignal.failed_votes`)."""
+    if not plain:
+        return int(r["judge_failed"])
+    rl = json.loads(r["judge_votes"])
+    return sum(v is None for v in rl) + sum(not str(t).strip() for t in json.loads(r["raw"])[len(rl):])
+
+
 def summarise(rows, settings: str = "", plain: bool = False) -> str:
     """The Markdown report of the judged turns (``settings``: a line saying how they were made; ``plain``: the hint
     question was the "plain" one)."""
@@ -175,7 +185,7 @@ def summarise(rows, settings: str = "", plain: bool = False) -> str:
     secs = np.array([float(r["seconds"]) for r in rows])
     cpu = np.array([float(r["cpu_seconds"]) for r in rows])
     votes = sum(len(json.loads(r["judge_votes"])) + len(json.loads(r["hint_votes"])) for r in rows)
-    failed = sum(int(r["judge_failed"]) for r in rows)
+    failed = sum(row_failed(r, plain) for r in rows)
     rl_votes = [v for r in rows for v in json.loads(r["judge_votes"])]
     h = hint_stats(rows, plain)
     lines = _reading(rows, h, plain) + [""] + _agreement_lines(rows) + [""] + _hint_lines(h)
@@ -186,7 +196,8 @@ def summarise(rows, settings: str = "", plain: bool = False) -> str:
             "the shared machine."]
     return "\n".join(["# A real model as the judge of training (tools/real_model_judge.py)", "", settings, ""] + head
                      + [""] + lines
-                     + ["", "Every turn, with the judge's raw answers: judge.csv.", "", limits_section(LIMITS)]) + "\n"
+                     + ["", "Every turn, with the judge's raw answers: judge.csv.", "",
+                        limits_section(LIMITS["plain" if plain else "openclaw"])]) + "\n"
 
 
 def _reading(rows, h, plain: bool = False):
@@ -285,10 +296,23 @@ def run(args) -> int:
 
 
 #: what this page does not establish (the closing section: claw_lib.utils.limits_section)
-LIMITS = [
-    'that a real model judges well enough to train with: this 0.5B model gave no accepted hint in 60 turns, so OPD would get nothing, and 65 % of its votes failed',
-    'a larger judge or more votes: one 0.5B model, one vote per question, on a CPU',
-]
+#: by hint prompt (``--hint-prompt``): the committed runs' pages
+LIMITS = {
+    "openclaw": [
+        'that a real model judges well enough to train with: this 0.5B model gave no accepted hint in 60 turns, so '
+        'OPD would get nothing, and 65 % of its votes failed',
+        'a larger judge or more votes: one 0.5B model, one vote per question, on a CPU',
+    ],
+    "plain": [
+        'that a real model judges well enough to train with: asked the plain question, this 0.5B model gave a hint '
+        'on every unsatisfied turn (51 of 51) but only 20 of them state the true answer or the preference, it gave '
+        'hints on 8 satisfied turns too, and 29 % of its Binary RL votes failed (no box)',
+        'that a hint helps the policy: a hint was counted as real when its text holds the truth or the preference, '
+        'not by training on it',
+        'a larger judge or more votes: one 0.5B model, one vote per question, on a CPU; 59 turns (the run stopped at '
+        'its 30 CPU-minute budget)',
+    ],
+}
 
 
 def main(argv=None) -> int:

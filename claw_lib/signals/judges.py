@@ -55,11 +55,13 @@ class Vote:
 
 @dataclass
 class HintVote:
-    """positive: the judge found hindsight information; hint: its text (None if none)."""
+    """positive: the judge found hindsight information; hint: its text (None if none); text: the judge's answer;
+    failed: whether the vote failed (None: decided by OpenClaw-RL's decision box, :attr:`TurnSignal.failed_votes`)."""
 
     positive: bool
     hint: Optional[str]
     text: str = ""
+    failed: Optional[bool] = None
 
 
 #: OpenClaw-RL's box: one optionally signed digit and nothing else between the braces
@@ -321,13 +323,14 @@ def parse_plain_hint(text: str, max_sentences: int = 2) -> HintVote:
     """A "plain" answer (:func:`plain_hint_prompt`) as a hint vote: positive with its first ``max_sentences``
     sentences as the hint, from the first one that starts "The answer should" (or the answer's start when none
     does); negative for an empty answer or one that starts with NONE. A decision is never missing, so a plain vote
-    does not fail; a hint of 10 characters or fewer is still dropped by :func:`select_hint`."""
+    fails only when there is no answer at all (``failed``); a hint of 10 characters or fewer is still dropped by
+    :func:`select_hint`."""
     t = (text or "").strip()
     if not t or _NONE.match(t):
-        return HintVote(False, None, text or "")
+        return HintVote(False, None, text or "", failed=not t)  # no answer at all (an unreachable endpoint): failed
     start = t.casefold().find("the answer should")
     sentences = [x for x in _SENTENCE_END.split(t[max(start, 0):]) if x.strip()]
-    return HintVote(True, " ".join(x.strip() for x in sentences[:max_sentences]), text)
+    return HintVote(True, " ".join(x.strip() for x in sentences[:max_sentences]), text, failed=False)
 
 
 class Judge(Protocol):

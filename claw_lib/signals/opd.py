@@ -62,9 +62,10 @@ class TurnSignal:
     @property
     def failed_votes(self) -> Tuple[int, int]:
         """(failed, all) votes of both judges: a Binary RL vote without a valid ``\\boxed{}`` (score None) and a hint
-        vote without a valid decision box (an answer cut off before its box, an unreachable endpoint: text "")."""
-        bad = sum(v.score is None for v in self.votes) + sum(parse_boxed(v.text, HINT_DECISIONS) is None
-                                                              for v in self.hint_votes)
+        vote without a valid decision box (an answer cut off before its box, an unreachable endpoint: text ""), or,
+        for a vote that says itself whether it failed (a "plain" hint vote: ``HintVote.failed``), one that did."""
+        bad = sum(v.score is None for v in self.votes) + sum(
+            (parse_boxed(v.text, HINT_DECISIONS) is None) if v.failed is None else v.failed for v in self.hint_votes)
         return bad, len(self.votes) + len(self.hint_votes)
 
 

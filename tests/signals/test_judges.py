@@ -200,6 +200,23 @@ def test_parse_plain_hint(text, positive, hint):
     from claw_lib.signals.judges import parse_plain_hint
     v = parse_plain_hint(text)
     assert (v.positive, v.hint) == (positive, hint)
+    assert v.failed is (text == "")  # only no answer at all fails
+
+
+def test_failed_votes_count_a_plain_hint_vote_by_its_own_verdict():
+    """judge/failed_share: an OpenClaw-RL hint vote fails without its decision box; a plain one only when it came
+    back empty (it has no box to miss). Counted by hand: one failed Binary RL vote, one boxless OpenClaw hint, one
+    empty plain answer."""
+    from claw_lib.signals.judges import HintVote, Vote, parse_plain_hint
+    from claw_lib.signals.opd import TurnSignal, failed_share
+
+    sig = TurnSignal(score=-1, hint="The answer should say Paris.",
+                     votes=[Vote(None, "no box"), Vote(-1, "\\boxed{-1}")],
+                     hint_votes=[parse_plain_hint("The answer should say Paris."), parse_plain_hint("NONE"),
+                                 parse_plain_hint(""), HintVote(True, "h", "no box here"),
+                                 HintVote(True, "h", "\\boxed{1} [HINT_START]h[HINT_END]")])
+    assert sig.failed_votes == (3, 7)
+    assert failed_share([sig]) == 3 / 7
 
 
 def test_a_prompt_judge_asks_the_plain_question_and_keeps_its_hint():
