@@ -103,7 +103,9 @@ def draw(data: dict, path: Path) -> None:
     import numpy as np
     vmax = max(float(np.percentile(np.abs(data[k]["delta"]), 95)) for k in ("before", "after")) or 1.0
     cmap, fig = plt.get_cmap("RdBu"), plt.figure(figsize=(12, 14))
-    y = 0.99
+    fig.text(0.01, 0.995, f"held-out problem {data['problem']} ({data['chosen_by']}); colour: log-prob change under "
+             f"{data['adapter']} (nats, +-{vmax:.2f} full scale)", fontsize=9, va="top")
+    y = 0.975
     for key in ("before", "after"):
         d = data[key]
         fig.text(0.01, y, f"{key}: accepted {d['accepted']}, correct {d['correct']}", fontsize=10, weight="bold",
@@ -118,13 +120,13 @@ def draw(data: dict, path: Path) -> None:
                 width = 0.0062 * len(piece)
                 if x + width > 0.99:
                     y, x = y - 0.014, 0.01
+                level = max(-1.0, min(1.0, dv / vmax))
                 fig.text(x, y, piece, fontsize=7, family="monospace", va="top",
-                         bbox=dict(facecolor=cmap(0.5 + 0.5 * max(-1.0, min(1.0, dv / vmax))), pad=0.5, lw=0))
+                         color="white" if abs(level) > 0.6 else "black",  # readable on the darkest shades
+                         bbox=dict(facecolor=cmap(0.5 + 0.5 * level), pad=0.5, lw=0))
                 x += width
         y -= 0.03
-    fig.suptitle(f"held-out problem {data['problem']} ({data['chosen_by']}); colour: log-prob change under "
-                 f"{data['adapter']} (nats, +-{vmax:.2f} full scale)", fontsize=9, y=0.005, va="bottom")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # cropped to the text: short replies leave no blank page
     plt.close(fig)
 
 
