@@ -36,6 +36,8 @@ GENERATED = {
     "results/real_model/learning_reference.md": ("tools", "real_model_train", "LIMITS['learning_reference']"),
     "results/personal_agent/report.md": ("tools", "personal_agent", "LIMITS"),
     "results/serve/live_fact_qwen05.md": ("benchmarks", "bench_live_fact", "LIMITS"),
+    "results/serve/live_fact_qwen05_split.md": ("benchmarks", "bench_live_fact", "LIMITS"),
+    "results/serve/live_fact_qwen05_gate.md": ("benchmarks", "bench_live_fact", "LIMITS"),
     "results/serve/batch_flips_qwen05.md": ("benchmarks", "bench_batch_flips", "LIMITS"),
 }
 
