@@ -144,10 +144,14 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
                       temperature: Optional[float] = None, max_tokens: Optional[int] = None, timeout: float = 600.0,
                       session_prefix: Optional[str] = None,
                       on_session: Optional[Callable[[HomeworkRow], None]] = None, prompted: bool = False,
-                      done: Sequence[HomeworkRow] = (), wait_trained: float = 0.0) -> HomeworkResult:
+                      done: Sequence[HomeworkRow] = (), wait_trained: float = 0.0,
+                      retry_tag: Optional[str] = None) -> HomeworkResult:
     """Drive the server at ``url`` with one session per problem (module docstring), ``concurrency`` at once.
     ``prompted``: the preference as a system prompt (the prompt-only control); ``done``: sessions of an earlier,
     interrupted run of the same stream (kept, not run again; resume with the same ``session_prefix``);
+    ``retry_tag``: appended to the session ids this call runs (``PREFIX-0007.TAG``), so that a resumed run never
+    reuses the id of a session the kill cut off (the server may hold it half-done, or finished before its row was
+    written: a main-line turn for it would join the old transcript or be refused with 409);
     ``wait_trained``: after each session wait at most this many seconds until a claw server has judged every turn
     and trained every full batch (0: never wait), so that on a slow CPU updates land between sessions instead of
     after the stream (with ``concurrency`` > 1 the next sessions start when every worker is waiting and the server is
@@ -168,7 +172,8 @@ def simulate_homework(url: str, problems: Sequence[Problem], persona: str = "stu
     t0 = time.monotonic()
 
     def one(n: int) -> HomeworkRow:
-        row = _session(drv, problems[n], n, f"{prefix}-{n:04d}", persona, lang, seed, max_turns, prompted)
+        sid = f"{prefix}-{n:04d}" + (f".{retry_tag}" if retry_tag else "")
+        row = _session(drv, problems[n], n, sid, persona, lang, seed, max_turns, prompted)
         if wait_trained > 0 and drv.claw:
             row.waited_s = round(drv.wait_idle(wait_trained, poll_s=0.5)[0], 2)
         if on_session is not None:
@@ -235,9 +240,10 @@ def run_from_args(a) -> int:
     ``--resume``, the sessions already in ``--out`` are kept and the others run (the same command goes on after a
     kill); each finished session is appended to ``--out`` as it ends, and the file is rewritten in stream order at
     the end."""
-    done, prefix = [], a.session_prefix
+    done, prefix, retry = [], a.session_prefix, None
     if a.resume and a.out is not None and Path(a.out).is_file():
         done, prefix = _resumed(a.out, a.user, a.lang, prefix)  # None: simulate_homework draws one
+        retry = f"r{uuid.uuid4().hex[:4]}"  # the sessions run now get fresh ids (simulate_homework's retry_tag)
     else:
         out = check_new_file(a.out, a.force) if a.out is not None else None
         if a.resume and out is not None:
@@ -254,7 +260,7 @@ def run_from_args(a) -> int:
     res = simulate_homework(a.url, problems, a.user, a.lang, a.seed, a.concurrency, a.max_turns, a.model,
                             a.temperature, a.max_tokens, a.timeout, prefix,
                             on_session=journal if a.resume and a.out is not None else None, prompted=a.prompted,
-                            done=done, wait_trained=a.wait_trained)
+                            done=done, wait_trained=a.wait_trained, retry_tag=retry)
     print(res.summary())
     if a.out is not None:
         _write_rows(a.out, res.rows_jsonl(), a.force or a.resume)

@@ -124,12 +124,39 @@ def test_resume_keeps_the_finished_sessions_and_runs_the_others(tmp_path, capsys
         rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [r["session"] for r in rows] == list(range(6))
     assert [r["first_reply"] for r in rows[:2]] == [r["first_reply"] for r in first]  # kept, not asked again
-    assert {r["session_id"] for r in rows} == {f"rs-{n:04d}" for n in range(6)}
+    assert [r["session_id"] for r in rows[:2]] == ["rs-0000", "rs-0001"]
+    tags = {r["session_id"].split(".")[1] for r in rows[2:]}  # the resumed call's sessions: fresh ids, one tag
+    assert [r["session_id"].split(".")[0] for r in rows[2:]] == [f"rs-{n:04d}" for n in range(2, 6)] and len(tags) == 1
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps({**first[0], "persona": "teacher"}) + "\n", encoding="utf-8")
     assert main(["simulate", "--url", "http://127.0.0.1:1"] + argv[1:argv.index("--out")]
                 + ["--out", str(other), "--resume"]) == 2
     assert "not of --user student" in capsys.readouterr().err
+
+
+def test_resume_after_a_kill_between_the_servers_end_of_session_and_the_journal(tmp_path):
+    """A kill after the server recorded a session's end (X-Session-Done) but before its row reached the journal:
+    the same command runs that session again under a fresh id instead of stopping at the server's 409 for the
+    finished one (the 0.5B teacher run of 2026-12-07 stopped there)."""
+    from claw_lib.apps.cli import main
+
+    out = tmp_path / "rows.jsonl"
+    cfg = ServeConfig(ppo=PPOConfig(strategy="combined", batch_size=2, progress=False, threads=1, max_new_tokens=8),
+                      train=False)
+    argv = ["simulate", "--stream", "gsm8k", "--user", "student", "--problems", str(SAMPLE), "--concurrency", "1",
+            "--max-turns", "1", "--max-tokens", "8", "--out", str(out), "--session-prefix", "k", "--resume",
+            "--sessions", "3"]
+    with LiveServer(cfg, port=0) as srv:
+        assert main(argv[:1] + ["--url", srv.url] + argv[1:]) == 0
+        lines = out.read_text(encoding="utf-8").splitlines()
+        out.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")  # session 3 ended on the server, not here
+        with pytest.raises(Exception, match="409|finished"):  # its old id is refused by the server
+            hw._Driver(srv.url, None, 30.0, None, 8).completion([{"role": "user", "content": "hi"}], "k-0002",
+                                                                 "main", False, "again")
+        assert main(argv[:1] + ["--url", srv.url] + argv[1:]) == 0
+        rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["session"] for r in rows] == [0, 1, 2]
+    assert rows[2]["session_id"].startswith("k-0002.r") and rows[2]["first_reply"] is not None
 
 
 def test_wait_trained_lets_each_update_land_before_the_next_session():
