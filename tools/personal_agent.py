@@ -187,7 +187,8 @@ def update_metrics(folder: Path) -> dict:
     rows = list(csv.DictReader(path.open(encoding="utf-8"))) if path.is_file() else []
     col = lambda k: [round(float(r[k]), 4) for r in rows if r.get(k) not in (None, "")]  # noqa: E731
     return {"updates": len(rows), "update_s": col("timing/update_s"),
-            "tis_abs_diff": col("tis/rollout_logprob_abs_diff"), "tis_ratio_mean": col("tis/ratio_mean")}
+            "tis_abs_diff": col("tis/rollout_logprob_abs_diff"), "tis_ratio_mean": col("tis/ratio_mean"),
+            "staleness_mean": col("staleness_mean")}
 
 
 def run_record(folder: Path) -> dict:
@@ -232,7 +233,8 @@ def arm_summary(runs: list) -> dict:
             "heldout_n": [r["heldout_n"] for r in runs], "heldout_style": style, "heldout_style_se": style_se,
             "heldout_correct": correct, "heldout_correct_se": correct_se,
             "cpu_minutes": [r["cpu_minutes"] for r in runs],
-            **{k: [r[k] for r in runs] for k in ("updates", "update_s", "tis_abs_diff", "tis_ratio_mean")}}
+            **{k: [r[k] for r in runs] for k in ("updates", "update_s", "tis_abs_diff", "tis_ratio_mean",
+                                                 "staleness_mean")}}
 
 
 def summary(a) -> int:
@@ -296,8 +298,9 @@ def runs_table(summary_data: dict) -> list:
     """Markdown lines: per persona and arm, the live runs' numbers."""
     lines = ["| persona | arm | seeds | sessions | first replies accepted | sessions to adaptation | held-out style "
              "(s.e.) | held-out correct (s.e.) | CPU min | updates (minutes each: median (min-max)) | serving vs "
-             "trainer log-prob gap per token, nats: median (min-max) over updates |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "trainer log-prob gap per token, nats: median (min-max) over updates | staleness, versions: median "
+             "(min-max) over updates |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for persona, p in summary_data["personas"].items():
         for arm, r in p["arms"].items():
             adapt = ", ".join(("not yet" if part else "never") if x is None else str(x)
@@ -308,7 +311,9 @@ def runs_table(summary_data: dict) -> list:
                          f"({r['heldout_correct_se']}) | {r['cpu_minutes']} | "
                          + "; ".join(f"{n} ({spread([x / 60 for x in u], 1)})"
                                      for n, u in zip(r["updates"], r["update_s"]))
-                         + " | " + "; ".join(spread(g, 2) for g in r["tis_abs_diff"]) + " |")
+                         + " | " + "; ".join(spread(g, 2) for g in r["tis_abs_diff"])
+                         + " | " + "; ".join(spread(g, 2) for g in r.get("staleness_mean", [[]] * len(r["seeds"])))
+                         + " |")
     return lines
 
 

@@ -108,10 +108,10 @@ def test_the_runs_table_gives_each_seeds_updates_as_median_and_range():
     arm = {"seeds": [0, 1], "sessions": [36, 20], "partial": [False, True], "sessions_to_adaptation": [None, None],
            "first_accepted": [0, 1], "heldout_style": 0.0, "heldout_style_se": 0.0, "heldout_correct": 0.1,
            "heldout_correct_se": 0.04, "cpu_minutes": [80.0, 30.0], "updates": [2, 0], "update_s": [[60.0, 180.0], []],
-           "tis_abs_diff": [[0.3, 0.5], []]}
+           "tis_abs_diff": [[0.3, 0.5], []], "staleness_mean": [[0.0, 1.0], []]}
     lines = tool.runs_table({"personas": {"teacher": {"arms": {"combined": arm}}}})
     assert lines[-1] == ("| teacher | combined | 2 | 36, 20 (cut) | [0, 1] | never, not yet | 0.0 (0.0) | 0.1 (0.04) | "
-                         "[80.0, 30.0] | 2 (2.0 (1.0-3.0)); 0 (-) | 0.40 (0.30-0.50); - |")
+                         "[80.0, 30.0] | 2 (2.0 (1.0-3.0)); 0 (-) | 0.40 (0.30-0.50); - | 0.50 (0.00-1.00); - |")
 
 
 def test_a_run_cut_short_is_summarised_from_its_sessions_so_far(runs, tmp_path):
