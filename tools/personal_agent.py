@@ -369,14 +369,15 @@ def checks_table(runs_root: Path) -> list:
     lines = []
     for persona_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()):
         persona = persona_dir.name.rsplit("_", 1)[0]
-        folders = sorted(f for f in persona_dir.glob("*/seed*") if heldout_rows(f))
-        if persona not in HOMEWORK_PERSONAS or not folders:
+        held = {f: list(heldout_rows(f).values()) for f in persona_dir.glob("*/seed*")}
+        held = {f: rows for f, rows in held.items() if rows}
+        if persona not in HOMEWORK_PERSONAS or not held:
             continue
         names = list(checks(persona, ""))
         lines += ["", f"| persona | seed | arm | problems | {' | '.join(names)} | cut at the token cap |",
                   "|---|---|---|---|" + "---|" * (len(names) + 1)]
-        for folder in sorted(folders, key=lambda f: (f.name, f.parent.name)):
-            rows = list(heldout_rows(folder).values())
+        for folder in sorted(held, key=lambda f: (f.name, f.parent.name)):
+            rows = held[folder]
             passed = [checks(persona, r["reply"]) for r in rows]
             done = folder / "done.json"
             cap = json.loads(done.read_text(encoding="utf-8")).get("max_tokens") if done.is_file() else None

@@ -166,13 +166,15 @@ def rule_on_answers(min_chars: int = 10) -> list:
 
 
 def row_failed(r, plain: bool = False) -> int:
-    """A judged turn's failed votes: the stored count (``judge_failed``) for OpenClaw-RL's hint prompt; for the plain
-    one, recounted from the stored answers (a Binary RL vote without its box, a hint answer that came back empty: a
-    plain hint has no box to miss, :meth:`claw_lib.signals.opd.TurnSignal.failed_votes`)."""
-    if not plain:
-        return int(r["judge_failed"])
+    """A judged turn's failed votes, counted again from its stored votes and answers by the training's own rule
+    (:attr:`claw_lib.signals.opd.TurnSignal.failed_votes`; a plain hint answer read as ``parse_plain_hint`` reads it),
+    so that a CSV written before that rule knew plain votes is read as training reads it now."""
+    from claw_lib.signals.judges import HintVote, Vote, parse_plain_hint
+    from claw_lib.signals.opd import TurnSignal
+
     rl = json.loads(r["judge_votes"])
-    return sum(v is None for v in rl) + sum(not str(t).strip() for t in json.loads(r["raw"])[len(rl):])
+    hints = [parse_plain_hint(t) if plain else HintVote(False, None, t) for t in json.loads(r["raw"])[len(rl):]]
+    return TurnSignal(0, None, [Vote(v) for v in rl], hints).failed_votes[0]
 
 
 def summarise(rows, settings: str = "", plain: bool = False) -> str:

@@ -150,9 +150,12 @@ def test_resume_after_a_kill_between_the_servers_end_of_session_and_the_journal(
         assert main(argv[:1] + ["--url", srv.url] + argv[1:]) == 0
         lines = out.read_text(encoding="utf-8").splitlines()
         out.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")  # session 3 ended on the server, not here
-        with pytest.raises(Exception, match="409|finished"):  # its old id is refused by the server
-            hw._Driver(srv.url, None, 30.0, None, 8).completion([{"role": "user", "content": "hi"}], "k-0002",
-                                                                 "main", False, "again")
+        drv = hw._Driver(srv.url, None, 30.0, None, 8)
+        try:
+            with pytest.raises(Exception, match="409|finished"):  # its old id is refused by the server
+                drv.completion([{"role": "user", "content": "hi"}], "k-0002", "main", False, "again")
+        finally:
+            drv.close()
         assert main(argv[:1] + ["--url", srv.url] + argv[1:]) == 0
         rows = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [r["session"] for r in rows] == [0, 1, 2]
