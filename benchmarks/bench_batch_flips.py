@@ -52,7 +52,8 @@ def prompts(tok, n: int) -> list:
 def greedy(model, batch: list, tokens: int) -> tuple:
     """Greedy decoding of the prompts in ``batch`` together: (token ids per row, top-2 logit gap per row and step)."""
     runner = ModelRunner(model)
-    logits = runner.join(batch)
+    runner.join(batch)  # every prompt but its last token; the first step reads the last tokens
+    logits = runner.step([p[-1] for p in batch])
     out, gaps = [[] for _ in batch], [[] for _ in batch]
     for _ in range(tokens):
         top = logits.float().topk(2, dim=-1)

@@ -84,15 +84,16 @@ def client_process(url: str, concurrency: int, requests: int, max_tokens: int, s
     return {"latency_s": lat, "tokens": int(sum(tokens)), "wall_s": wall}
 
 
-def run_kind(max_batch: int, fmt: str, a, threads: int) -> dict:
-    """One server with ``max_batch`` decoding from its ``fmt`` serving copy; every concurrency once (after a
-    warm-up); returns the rows by concurrency."""
+def run_kind(max_batch: int, fmt: str, a, threads: int, prefix: bool = True) -> dict:
+    """One server with ``max_batch`` decoding from its ``fmt`` serving copy, with the prefix cache (``prefix``: the
+    default budget) or without; every concurrency once (after a warm-up); returns the rows by concurrency."""
     from claw_lib.config import PPOConfig
     from claw_lib.serve import LiveServer, ServeConfig
 
     cfg = ServeConfig(ppo=PPOConfig(strategy="combined", seed=a.seed, progress=False, threads=threads, model=a.model,
                                     device="cpu"),
-                      train=False, max_batch=max_batch, max_tokens_limit=max(a.max_tokens, 1), serving_format=fmt)
+                      train=False, max_batch=max_batch, max_tokens_limit=max(a.max_tokens, 1), serving_format=fmt,
+                      **({} if prefix else {"prefix_cache_tokens": 0}))
     out = {}
     with LiveServer(cfg, port=0) as srv:
         real = a.model != "tiny"
@@ -100,18 +101,19 @@ def run_kind(max_batch: int, fmt: str, a, threads: int) -> dict:
         for c in a.concurrency:
             r = clients(srv.url, c, a.requests, a.max_tokens, a.seed, real)
             out[c] = r
-            print(f"{fmt}, max_batch {max_batch:>2}, {c:>2} sessions: {r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
+            print(f"{fmt}, max_batch {max_batch:>2}, prefix cache {'on' if prefix else 'off'}, {c:>2} sessions: "
+                  f"{r['tokens'] / r['wall_s']:.0f} tokens/s, p50 "
                   f"{np.percentile(r['latency_s'], 50) * 1e3:.0f} ms", flush=True)
     return out
 
 
-def in_child(max_batch: int, fmt: str, a, threads: int) -> dict:
+def in_child(max_batch: int, fmt: str, a, threads: int, prefix: bool = True) -> dict:
     """:func:`run_kind` in a child process, so that a real model's copies are gone before the next server loads its
     own (in one process a 0.5B run grew to 22 GB by its fourth server and was killed for memory)."""
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(run_kind, (max_batch, fmt, a, threads))
+        return pool.apply(run_kind, (max_batch, fmt, a, threads, prefix))
 
 
 def engine_only(a, threads: int) -> dict:
@@ -186,6 +188,13 @@ def report(rows: list, a, threads: int, engine: dict) -> str:
     lines += ["", f"At {top} sessions ({a.formats[0]} serving copy), batched vs one at a time: "
               f"{b['tokens_per_s'] / o['tokens_per_s']:.2f}x the tokens/s, p50 {b['p50_ms'] / o['p50_ms']:.2f}x; "
               f"batched p50 is {b['p50_over_lone']:.2f}x a lone request's (the target: at most 3x)."]
+    cold = next((r for r in rows if r["kind"].endswith("no prefix cache") and r["concurrency"] == top), None)
+    if cold is not None:
+        lines += ["", f"Without the prefix cache (every prompt prefilled in full), batched p50 at {top} sessions is "
+                  f"{cold['p50_over_lone']:.2f}x a lone request's. The sessions ask {len(QUESTIONS)} questions in turn"
+                  " (a real model: the kit's word problems), so with the cache every prompt after the first of each is "
+                  "read from it; a stream of questions never asked before shares only the prompt's template, and lies "
+                  "between the two rows."]
     base = next((r for r in rows if r["kind"] == "one at a time" and r["concurrency"] == top), None)
     for fmt in (f for f in a.formats if f != "full"):
         fast = next(r for r in rows if r["kind"] == f"batched, {fmt}" and r["concurrency"] == top)
@@ -223,6 +232,19 @@ def model_name(a) -> str:
     return "the tiny GPT" if a.model == "tiny" else Path(a.model).name
 
 
+def server_kinds(a) -> list:
+    """(name, max_batch, serving format, prefix cache on) of each server the run compares: batched and one at a time
+    for each format, with the prefix cache as ``--prefix-cache`` says ("both": batched also without it)."""
+    kinds = []
+    for fmt in a.formats:
+        tail = "" if fmt == "full" else ", " + fmt
+        on = a.prefix_cache != "off"
+        kinds += [(f"batched{tail}", 16, fmt, on), (f"one at a time{tail}", 1, fmt, on)]
+        if a.prefix_cache == "both":
+            kinds.append((f"batched{tail}, no prefix cache", 16, fmt, False))
+    return kinds
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
@@ -233,6 +255,9 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", nargs="+", default=["full"], choices=["full", "bf16", "int8"],
                     help="serving copies to compare (ServeConfig.serving_format; default: full)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: the free cores)")
+    ap.add_argument("--prefix-cache", choices=["on", "off", "both"], default="both",
+                    help="serve with the prefix cache (ServeConfig.prefix_cache_tokens), without it, or both (the batched "
+                         "server also without it; default)")
     ap.add_argument("--model", default="tiny", help="the tiny GPT (default) or a local Hugging Face folder")
     ap.add_argument("--json", type=Path, default=None, help="also write every latency and the summary as JSON")
     from claw_lib.utils import add_report_args, atomic_write, check_new_file, publish_report, report_path, \
@@ -248,12 +273,10 @@ def main(argv=None) -> int:
     threads = set_threads(a.threads)
     runs = []
     for k in range(a.repeats):
-        kinds = [(f"{name}{'' if fmt == 'full' else ', ' + fmt}", mb, fmt) for fmt in a.formats
-                 for name, mb in (("batched", 16), ("one at a time", 1))]
-        for kind, max_batch, fmt in kinds[::1 if k % 2 == 0 else -1]:
-            runs.append({"kind": kind, "max_batch": max_batch, "format": fmt,
-                         "by_c": in_child(max_batch, fmt, a, threads) if a.model != "tiny"
-                         else run_kind(max_batch, fmt, a, threads)})
+        for kind, max_batch, fmt, prefix in server_kinds(a)[::1 if k % 2 == 0 else -1]:
+            runs.append({"kind": kind, "max_batch": max_batch, "format": fmt, "prefix_cache": prefix,
+                         "by_c": in_child(max_batch, fmt, a, threads, prefix) if a.model != "tiny"
+                         else run_kind(max_batch, fmt, a, threads, prefix)})
     rows = summary(runs, a.concurrency)
     engine = engine_only(a, threads) if a.model == "tiny" else {}  # the engine-alone view: the tiny GPT's only
     text = report(rows, a, threads, engine)

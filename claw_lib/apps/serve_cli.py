@@ -26,7 +26,7 @@ SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": 
                "--max-message-chars": "max_message_chars", "--max-messages": "max_messages",
                "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch",
                "--serving-format": "serving_format", "--keep-versions": "keep_versions",
-               "--publish-gate": "publish_gate"}
+               "--publish-gate": "publish_gate", "--prefix-cache-tokens": "prefix_cache_tokens"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -48,7 +48,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     kinds = {"tis_cap": number(float, 0), "session_timeout_s": number(float, 0, lo_open=True),
              "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
              "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000),
-             "max_batch": number(int, 1, 1024), "keep_versions": number(int, 1, 1000)}
+             "max_batch": number(int, 1, 1024), "keep_versions": number(int, 1, 1000),
+             "prefix_cache_tokens": number(int, 0, 10_000_000)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices={"context": CONTEXTS, "serving_format": SERVING_FORMATS}.get(name),

@@ -20,6 +20,7 @@ from typing import Deque, List
 
 import torch
 
+from .prefix_cache import PrefixCache
 from .runner import ModelRunner, sample
 from .sequence import Sequence
 
@@ -29,12 +30,17 @@ __all__ = ["Batcher"]
 class Batcher:
     """Continuous batching over ``model`` (a causal LM in eval mode; ``model`` may be replaced inside
     :meth:`exclusive`). max_batch: rows decoded together at most (1: one sequence at a time, the baseline);
-    lp_temperature: the temperature of the recorded log-probs (the trainer's)."""
+    lp_temperature: the temperature of the recorded log-probs (the trainer's); prefix_tokens: the prefix cache's
+    budget in tokens (:mod:`claw_lib.serve.prefix_cache`; 0: off), emptied whenever the weights or the version
+    change."""
 
-    def __init__(self, model, max_batch: int = 16, lp_temperature: float = 1.0, idle_s: float = 2.0):
+    def __init__(self, model, max_batch: int = 16, lp_temperature: float = 1.0, idle_s: float = 2.0,
+                 prefix_tokens: int = 0):
         if not isinstance(max_batch, int) or max_batch < 1:
             raise ValueError(f"max_batch must be an integer >= 1, got {max_batch!r}")
         self.model, self.max_batch, self.lp_temperature, self.idle_s = model, max_batch, lp_temperature, idle_s
+        self.prefix = PrefixCache(prefix_tokens)
+        self._prefix_for = (None, None)  # the (model, version) the prefix cache's entries were read with
         self.version = 0
         self.cond = threading.Condition()
         self.waiting: Deque[Sequence] = deque()
@@ -72,6 +78,7 @@ class Batcher:
             with self.cond:
                 self.swaps -= 1
                 self._busy = False
+                self.prefix.clear()  # the block may have changed the weights in place
                 self.cond.notify_all()
 
     _busy = False  # a decode iteration or a swap holds the model
@@ -89,7 +96,7 @@ class Batcher:
         return out
 
     def _loop(self) -> None:
-        runner = ModelRunner(self.model)
+        runner = ModelRunner(self.model, self.prefix)
         while True:
             with self.cond:
                 new = self._admit()
@@ -101,26 +108,37 @@ class Batcher:
                 self._busy = True
             try:
                 runner.model = self.model
+                if self._prefix_for[0] is not self.model or self._prefix_for[1] != self.version:
+                    self.prefix.clear()
+                    self._prefix_for = (self.model, self.version)
                 self.iterate(runner, new)
             except BaseException as e:  # the model failed: every sequence in the batch gets the error
                 for s in self.running + new:
                     s.fail(e)
                 self.running = []
                 runner.reset()
+                self.prefix.clear()
             with self.cond:
                 self._busy = False
                 self.cond.notify_all()
 
     def iterate(self, runner: ModelRunner, new: List[Sequence]) -> None:
-        """One scheduler iteration: a decode step of the running rows, the ``new`` rows' prefill and first token,
-        finished rows out (and their callers woken). The thread's loop calls it; a test may drive it directly to
-        choose at which step each sequence joins."""
-        if self.running:
-            self._emit(self.running, runner.step([s.ids[-1] for s in self.running]))
+        """One scheduler iteration: the ``new`` rows join (:meth:`ModelRunner.join`: their prompts read but the last
+        token), then one decode step feeds every row its next input (a running row's last sampled token, a new
+        row's last prompt token) and samples one token each; finished rows leave (what they read kept in the prefix
+        cache for the prompts that extend it) and their callers are woken. The thread's loop calls it; a test may
+        drive it directly to choose at which step each sequence joins."""
         if new:
-            self._emit(new, runner.join([s.prompt_ids for s in new]))
+            runner.join([s.prompt_ids for s in new])
         rows = self.running + new
-        keep = [i for i, s in enumerate(rows) if not s.finished]
+        if rows:
+            self._emit(rows, runner.step([s.ids[-1] if s.ids else s.prompt_ids[-1] for s in rows]))
+        keep = []
+        for i, s in enumerate(rows):
+            if not s.finished:
+                keep.append(i)
+            else:
+                runner.remember(i, list(s.prompt_ids) + s.ids[:-1])
         runner.keep(keep)
         self.running = [rows[i] for i in keep]
         self.steps += 1

@@ -65,6 +65,9 @@ class ServeConfig:
     max_batch: int = 16
     """sequences decoded together at most (continuous batching, :mod:`claw_lib.serve.batcher`); 1 decodes one
     sequence at a time (the baseline of benchmarks/bench_serve_batching.py)"""
+    prefix_cache_tokens: int = 8192
+    """tokens of keys and values the serving engine keeps for the prompts that start with them (a repeated question,
+    the next turn of a conversation; :mod:`claw_lib.serve.prefix_cache`), emptied at each weight swap; 0: off"""
     serving_format: str = "full"
     """the weights requests are decoded from: one of SERVING_FORMATS (rebuilt from the full-precision serving copy
     at each weight swap; the recorded rollout log-probs are this copy's)"""
@@ -99,7 +102,8 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
             raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
     for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000),
-                         ("max_messages", 1, 100_000), ("max_batch", 1, 1024), ("keep_versions", 1, 1000)):
+                         ("max_messages", 1, 100_000), ("max_batch", 1, 1024), ("keep_versions", 1, 1000),
+                         ("prefix_cache_tokens", 0, 10_000_000)):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")
@@ -130,7 +134,7 @@ def serve_config_from_dict(d: dict) -> ServeConfig:
 
 #: settings a resumed run may change (they do not change what is trained)
 RESUMABLE = ("train_delay_s", "session_timeout_s", "max_tokens_limit", "max_message_chars", "max_messages",
-             "max_batch", "serving_format", "match_sessions", "keep_versions", "publish_gate")
+             "max_batch", "prefix_cache_tokens", "serving_format", "match_sessions", "keep_versions", "publish_gate")
 
 
 def max_body_bytes(cfg: ServeConfig) -> int:

@@ -125,7 +125,7 @@ class Engine:
         self.serving = _frozen(trainer, self.shared)
         self.serving_format = cfg.serving_format
         self.batcher = Batcher(serving_copy(self.serving, cfg.serving_format, self.shared), max_batch=cfg.max_batch,
-                               lp_temperature=self.ppo.temperature)
+                               lp_temperature=self.ppo.temperature, prefix_tokens=cfg.prefix_cache_tokens)
         self.stops = tuple(stop_token_ids(trainer, tok))
         self.chat = has_chat_template(tok) and cfg.context != "last"
         if cfg.context == "all" and not has_chat_template(tok):

@@ -244,7 +244,7 @@ class LiveSystem:
                     "updates": len(self.updates), "training": training, "stopped_reason": self.stopped_reason,
                     "strategy": self.ppo.strategy,
                     "model": self.model_id, "sessions_open": self.book.open_count(), "batch_size": self.ppo.batch_size,
-                    "match_sessions": self.cfg.match_sessions,
+                    "match_sessions": self.cfg.match_sessions, "prefix_cache": self.engine.batcher.prefix.stats(),
                     "metrics": dict(self.metrics[-1]) if self.metrics else {}, "uptime_s": round(time.time() - self.t0, 3),
                     **self.versions.status(self.updates)}
 

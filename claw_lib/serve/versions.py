@@ -281,7 +281,8 @@ class Archive:
         self.fmt, self.shared = engine.serving_format, engine.shared  # the base weights stay shared (engine.shared_base)
         self.full = _frozen(engine.serving, self.shared)
         self.batcher = Batcher(serving_copy(self.full, self.fmt, self.shared), max_batch=engine.batcher.max_batch,
-                               lp_temperature=engine.batcher.lp_temperature)
+                               lp_temperature=engine.batcher.lp_temperature,
+                               prefix_tokens=engine.batcher.prefix.budget)
         self.batcher.version = -1
         self.cond = threading.Condition()
         self.users = 0

@@ -53,3 +53,30 @@ def test_full_precision_greedy_answers_are_the_same_alone_and_batched(tmp_path):
                        "--out", str(tmp_path / "flips.md")]) == 0
     full = json.loads(js.read_text())["formats"]["full"]
     assert full["identical"] == full["n"] == 6 and all(r["first_diff"] is None for r in full["rows"])
+
+
+def test_the_batching_benchmark_compares_with_and_without_the_prefix_cache(tmp_path):
+    """benchmarks/bench_serve_batching.py on the tiny GPT at its smallest: three server kinds (batched with and
+    without the prefix cache, one at a time), each concurrency's row and the page's sentence on the cache."""
+    bench = load_tool("bench_serve_batching", "benchmarks")
+    out, js = tmp_path / "b.md", tmp_path / "b.json"
+    assert bench.main(["--concurrency", "1", "2", "--requests", "1", "--max-tokens", "4", "--repeats", "1",
+                       "--out", str(out), "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    kinds = {r["kind"]: r["prefix_cache"] for r in res["runs"]}
+    assert kinds == {"batched": True, "one at a time": True, "batched, no prefix cache": False}
+    assert {(r["kind"], r["concurrency"]) for r in res["summary"]} == {(k, c) for k in kinds for c in (1, 2)}
+    assert "Without the prefix cache" in out.read_text()
+
+
+def test_claw_serve_takes_the_prefix_cache_budget():
+    import argparse
+
+    from claw_lib.apps.serve_cli import add_serve_args, serve_config
+
+    p = argparse.ArgumentParser()
+    add_serve_args(p)
+    assert serve_config(p.parse_args(["--prefix-cache-tokens", "0"])).prefix_cache_tokens == 0
+    assert serve_config(p.parse_args([])).prefix_cache_tokens == 8192
+    with pytest.raises(SystemExit):
+        p.parse_args(["--prefix-cache-tokens", "-3"])

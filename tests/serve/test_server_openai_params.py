@@ -159,3 +159,28 @@ def test_a_stream_of_n_choices_adds_up_to_each_choice(server):
         for choice in ch.choices:
             texts[choice.index] += choice.delta.content or ""
     assert [texts[0], texts[1]] == [ch.message.content for ch in plain.choices]
+
+
+def test_a_repeated_conversation_is_read_from_the_prefix_cache_and_answers_the_same():
+    """Through the openai client, training off: the same side turn twice, then the conversation's next turn; the
+    status's prefix cache counts what was not prefilled, and the answers are those of a server without the cache."""
+    from tests.serve.conftest import make_server
+
+    def talk(srv):
+        c = client(srv)
+        first = c.chat.completions.create(model="tiny", messages=Q, temperature=0, max_tokens=12, logprobs=True)
+        again = c.chat.completions.create(model="tiny", messages=Q, temperature=0, max_tokens=12, logprobs=True)
+        turn = Q + [{"role": "assistant", "content": first.choices[0].message.content},
+                    {"role": "user", "content": "日本呢？"}]
+        nxt = c.chat.completions.create(model="tiny", messages=turn, temperature=1.0, seed=5, max_tokens=12,
+                                        logprobs=True)
+        st = httpx.get(srv.url + "/v1/claw/status").json()["prefix_cache"]
+        return [(r.choices[0].message.content, [e.logprob for e in r.choices[0].logprobs.content])
+                for r in (first, again, nxt)], st, first.usage.prompt_tokens
+
+    with make_server(train=False) as on, make_server(train=False, prefix_cache_tokens=0) as off:
+        (got, st, n), (ref, st_off, _) = talk(on), talk(off)
+    for (text, lps), (text_ref, lps_ref) in zip(got, ref):
+        assert text == text_ref and np.allclose(lps, lps_ref, atol=1e-5)
+    assert st["budget_tokens"] > 0 and st["hits"] >= 1 and st["reused_tokens"] >= n - 1
+    assert st_off["reused_tokens"] == 0 and st_off["budget_tokens"] == 0
