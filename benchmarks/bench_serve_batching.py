@@ -216,9 +216,9 @@ def report(rows: list, a, threads: int, engine: dict) -> str:
 #: what a run of this benchmark does not establish (printed under its tables)
 NOT_ESTABLISHED = ("What this does not establish: anything about a real model (the tiny GPT's layers are `Conv1D`, so "
                    "int8 quantises only its output layer, and a 0.5B model is bound by reading its weights, not by the "
-                   "per-row cost seen here); a quiet machine (the clients, HTTP and decoding shared two loaded cores); "
-                   "more than one run's ratios (two runs of this code on 2026-12-07, with the other work paused, gave a batched "
-                   "p50 at 16 sessions of 3.48x and 4.25x a lone request's, and 3.70x and 2.89x for the engine alone).")
+                   "per-row cost seen here); a quiet machine (the clients, HTTP and decoding shared two cores); more "
+                   "than this run's ratios (runs of the same code on this machine gave 16-session ratios up to 1.1 "
+                   "apart: docs/serve.md lists them).")
 
 
 #: the same for a run of a real model

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
@@ -77,6 +78,25 @@ def _host_of(header: str) -> str:
     return h.rsplit(":", 1)[0] if h.count(":") == 1 else h
 
 
+class HostGuard:
+    """ASGI middleware: an HTTP request whose Host header is not one of ``hosts`` (None: any) gets a 421 JSON error
+    (a page reached through another name, DNS rebinding). Plain ASGI rather than ``@app.middleware("http")``, whose
+    per-request task and memory stream cost latency: with it, the tiny GPT's p50 over HTTP was about 10% higher at 1
+    and at 16 concurrent sessions (three paired runs, 2026-12-07)."""
+
+    def __init__(self, app, hosts):
+        self.app, self.hosts = app, hosts
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and self.hosts is not None:
+            host = _host_of(Headers(scope=scope).get("host", ""))
+            if host not in self.hosts:
+                refused = _error(421, f"Host {host!r} is not this server's address ({', '.join(sorted(self.hosts))}); "
+                                 "a page reached through another name is refused", "bad_host")
+                return await refused(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
 def create_app(system, host: str = "127.0.0.1"):
     """The FastAPI application of ``system`` bound to ``host`` (routes in API.md; the request checks and OpenAI's
     shapes are :mod:`claw_lib.serve.app`'s)."""
@@ -88,13 +108,7 @@ def add_routes(system, host: str = "127.0.0.1"):
     app = FastAPI(title="claw serve", docs_url=None, redoc_url=None)
     hosts = allowed_hosts(host)
 
-    @app.middleware("http")
-    async def _guard(request: Request, call_next):
-        host = _host_of(request.headers.get("host", ""))
-        if hosts is not None and host not in hosts:
-            return _error(421, f"Host {host!r} is not this server's address ({', '.join(sorted(hosts))}); a page "
-                          "reached through another name is refused", "bad_host")
-        return await call_next(request)
+    app.add_middleware(HostGuard, hosts=hosts)
 
     @app.exception_handler(ClientGone)
     async def _gone(request, e: ClientGone):
