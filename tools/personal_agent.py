@@ -336,20 +336,24 @@ def heldout_rows(folder: Path) -> dict:
 
 def heldout_table(runs_root: Path) -> list:
     """Markdown lines: per persona, seed and arm, held-out acceptance and correctness (mean, s.e.), and each arm's
-    paired difference from the untrained model (``no_training``, the same seed's run) on the problems both answered:
-    mean of the per-problem differences and its standard error."""
+    paired difference from the untrained model (``no_training``) on the problems both answered: mean of the
+    per-problem differences and its standard error. The untrained run of the same seed where there is one, else the
+    lowest seed's, named in the seed cell ("1 (vs 0)"): its held-out replies are greedy with no training, so its seed
+    changes only its stream (the int8 copy's batched arithmetic can still flip a token)."""
     lines = ["| persona | seed | arm | problems | accepted (s.e.) | correct (s.e.) | accepted - untrained (s.e.) | "
              "correct - untrained (s.e.) |", "|---|---|---|---|---|---|---|---|"]
-    for base in sorted(runs_root.glob("*/no_training/seed*")):
-        before = heldout_rows(base)
-        for folder in sorted(base.parent.parent.glob(f"*/{base.name}")):
+    for persona_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()):
+        bases = {f.name: f for f in sorted(persona_dir.glob("no_training/seed*")) if heldout_rows(f)}
+        if not bases:
+            continue
+        for folder in sorted(persona_dir.glob("*/seed*"), key=lambda f: (int(f.name[4:]), f.parent.name)):
             rows = heldout_rows(folder)
             if not rows:
                 continue
-            cells = []
-            for key in ("accepted", "correct"):
-                m, se = mean_se([r[key] for r in rows.values()])
-                cells.append(f"{m:.2f} ({se:.2f})")
+            base = bases.get(folder.name) or bases[min(bases, key=lambda n: int(n[4:]))]
+            before = heldout_rows(base)
+            cells = [f"{m:.2f} ({se:.2f})" for m, se in (mean_se([r[k] for r in rows.values()])
+                                                          for k in ("accepted", "correct"))]
             common = sorted(set(rows) & set(before))
             for key in ("accepted", "correct"):
                 if folder == base:  # the untrained model itself
@@ -357,8 +361,9 @@ def heldout_table(runs_root: Path) -> list:
                     continue
                 m, se = mean_se([int(rows[k][key]) - int(before[k][key]) for k in common])
                 cells.append(f"{m:+.2f} ({se:.2f})")
-            lines.append(f"| {base.parent.parent.name} | {base.name[4:]} | {folder.parent.name} | {len(rows)} | "
-                         + " | ".join(cells) + " |")
+            seed = folder.name[4:] + ("" if base.name == folder.name else f" (vs {base.name[4:]})")
+            lines.append(f"| {persona_dir.name} | {seed} | {folder.parent.name} | {len(rows)} | " + " | ".join(cells)
+                         + " |")
     return lines
 
 

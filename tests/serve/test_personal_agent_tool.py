@@ -143,6 +143,15 @@ def test_the_heldout_table_pairs_each_arm_with_the_untrained_model_problem_by_pr
     # (+1, +1, 0, 0): +0.50, s.e. sqrt(1/3) / 2 = 0.29; correct (0, 0, -1, 0): -0.25, s.e. 0.25
     assert "| teacher_en | 0 | prompt_only | 4 | 0.75 (0.25) | 0.25 (0.25) | +0.50 (0.29) | -0.25 (0.25) |" in lines
     assert "| teacher_en | 0 | no_training | 4 | 0.25 (0.25) | 0.50 (0.29) | - | - |" in lines
+    # a second seed with no untrained run of its own is paired with seed 0's, and says so
+    folder = tmp_path / "teacher_en" / "combined" / "seed1"
+    folder.mkdir(parents=True)
+    (folder / "heldout.jsonl").write_text("".join(json.dumps({"problem": p, "accepted": p == 2, "correct": True}) + "\n"
+                                                  for p in (1, 2, 3, 4)))
+    lines = tool.heldout_table(tmp_path)
+    # accepted (0, 1, 0, 0) - (0, 0, 1, 0) = (0, +1, -1, 0): 0.00, s.e. sqrt(2/3) / 2 = 0.41; correct (0, +1, 0, +1):
+    # +0.50, s.e. 0.29
+    assert "| teacher_en | 1 (vs 0) | combined | 4 | 0.25 (0.25) | 1.00 (0.00) | +0.00 (0.41) | +0.50 (0.29) |" in lines
 
 
 def test_the_checks_table_counts_each_check_and_the_replies_cut_at_the_cap(tmp_path):
