@@ -10,7 +10,8 @@
 gsm8k --resume`` (``sessions.jsonl``), waits until the server has judged every turn and trained every full batch,
 then asks the held-out problems as side turns (never trained on), greedy, with no system prompt (the prompt-only
 control: with it), and reads the persona's verdict and the gold answer (``heldout.jsonl``, one line per problem,
-resumed). ``done.json`` holds the run's numbers; the server's CPU time is added up over restarts (``progress.json``).
+resumed). ``done.json`` holds the run's numbers (with the serving engine's prefix-cache counters since the server's
+last start, ``prefix_cache``); the server's CPU time is added up over restarts (``progress.json``).
 
 Arms: ``combined``, ``binary_rl`` and ``opd`` train with that strategy; ``no_training`` serves the untrained model
 (its held-out numbers are the "before"); ``prompt_only`` serves the untrained model with the persona's preference as
@@ -130,6 +131,7 @@ def finish(a, folder: Path, rows: list, cpu_s: float, status: dict) -> dict:
            "heldout_n": len(rows), "heldout_style": style, "heldout_style_se": style_se,
            "heldout_correct": correct, "heldout_correct_se": correct_se, "cpu_minutes": round(cpu_s / 60, 1),
            "policy_version": status.get("policy_version"), "updates": status.get("updates"),
+           "prefix_cache": status.get("prefix_cache"),
            "serving_format": a.serving_format, "max_tokens": a.max_tokens, "max_turns": a.max_turns,
            "wait_trained_s": getattr(a, "wait_trained", None)}
     with atomic_write(folder / "done.json", replace=True) as f:

@@ -30,6 +30,8 @@ def test_each_arm_writes_its_sessions_heldout_and_numbers(runs):
     assert done["sessions"] == 4 and len(done["first_accepted"]) == 4 and done["heldout_n"] == 3 == len(held)
     assert done["heldout_style"] == sum(r["accepted"] for r in held) / 3
     assert done["policy_version"] >= 1  # combined trained on the stream
+    cache = done["prefix_cache"]  # the engine's counters since the server's start: the held-out prompts were looked up
+    assert cache["lookups"] >= 3 and 0 <= cache["reused_tokens"] <= cache["prompt_tokens"]
     idle = json.loads((root / "student_en" / "no_training" / "seed0" / "done.json").read_text())
     assert idle["policy_version"] == 0 and {r["version"] for r in map(json.loads, (
         root / "student_en" / "no_training" / "seed0" / "heldout.jsonl").read_text().splitlines())} == {0}
