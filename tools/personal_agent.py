@@ -345,15 +345,15 @@ def heldout_table(runs_root: Path) -> list:
     lines = ["| persona | seed | arm | problems | accepted (s.e.) | correct (s.e.) | accepted - untrained (s.e.) | "
              "correct - untrained (s.e.) |", "|---|---|---|---|---|---|---|---|"]
     for persona_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()):
-        bases = {f.name: f for f in sorted(persona_dir.glob("no_training/seed*")) if heldout_rows(f)}
+        bases = {f.name: (f, rows) for f in sorted(persona_dir.glob("no_training/seed*")) for rows in [heldout_rows(f)]
+                 if rows}  # seed folder name -> (untrained run, its held-out rows), each file read once
         if not bases:
             continue
         for folder in sorted(persona_dir.glob("*/seed*"), key=lambda f: (int(f.name[4:]), f.parent.name)):
             rows = heldout_rows(folder)
             if not rows:
                 continue
-            base = bases.get(folder.name) or bases[min(bases, key=lambda n: int(n[4:]))]
-            before = heldout_rows(base)
+            base, before = bases.get(folder.name) or bases[min(bases, key=lambda n: int(n[4:]))]
             cells = [f"{m:.2f} ({se:.2f})" for m, se in (mean_se([r[k] for r in rows.values()])
                                                           for k in ("accepted", "correct"))]
             common = sorted(set(rows) & set(before))

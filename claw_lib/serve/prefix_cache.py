@@ -5,8 +5,8 @@ A prompt that joins the batch is prefilled only from where its longest cached pr
 the ``n`` choices of one request, a chat template's system prompt, and above all the next turn of a conversation,
 whose prompt is the last turn's prompt and answer plus one new message. This is vLLM's automatic prefix caching
 and SGLang's radix cache in their simplest form (whole sequences, the longest common prefix found by a scan,
-least recently used out first), for one model's weights: the runner that owns it clears it when the weights change
-(:class:`~claw_lib.serve.runner.ModelRunner`), so no answer reads keys that another version wrote.
+least recently used out first), for one model's weights: the batcher that owns it empties it when the weights or
+the version change (:class:`~claw_lib.serve.batcher.Batcher`), so no answer reads keys that another version wrote.
 
 An entry is ``ids`` (the token ids, a tuple) and per layer ``(keys, values)``, each (heads, len(ids), head_dim), the
 layer's cache for exactly those positions (position ``i`` is token ``ids[i]`` at position ``i``, no padding).

@@ -77,7 +77,7 @@ class ModelRunner:
         past = _cache(_stack_rows([f for _, f in found], p_w)) if p_w else None
         out = self.model(input_ids=ids, attention_mask=torch.cat([past_mask, rest_mask], dim=1), position_ids=pos,
                          cache=past, use_cache=True, logits_to_keep=1)
-        self._shapes = [(lay.keys.shape[1], lay.keys.shape[3], lay.keys.dtype) for lay in out.cache.layers]
+        self._shapes = _layer_shapes(out.cache)
         return [[(_real(lay.keys[b], p_w, n, len(r)), _real(lay.values[b], p_w, n, len(r))) for lay in out.cache.layers]
                 for b, (n, r) in enumerate(zip(cached, rest))]
 
@@ -104,7 +104,7 @@ class ModelRunner:
         dev = self._device()
         if self._shapes is None:
             out = self.model(input_ids=torch.zeros(1, 1, dtype=torch.long, device=dev), use_cache=True)
-            self._shapes = [(lay.keys.shape[1], lay.keys.shape[3], lay.keys.dtype) for lay in out.cache.layers]
+            self._shapes = _layer_shapes(out.cache)
         return [(torch.zeros(h, 0, d, dtype=t, device=dev), torch.zeros(h, 0, d, dtype=t, device=dev))
                 for h, d, t in self._shapes]
 
@@ -123,8 +123,10 @@ class ModelRunner:
     def remember(self, row: int, ids: Sequence[int]) -> None:
         """Keep row ``row``'s keys and values in the prefix cache as those of ``ids`` (the tokens the row has read:
         its prompt and every sampled token but the last); nothing when the cache is off or the lengths differ."""
+        if not self.prefix.budget:
+            return
         n = int(self.mask[row].sum())
-        if not self.prefix.budget or n != len(ids) or n == 0:
+        if n != len(ids) or n == 0:
             return
         self.prefix.insert(ids, [(lay.keys[row, :, -n:].clone(), lay.values[row, :, -n:].clone())
                                  for lay in self.cache.layers])
@@ -143,6 +145,11 @@ class ModelRunner:
             layer.keys = layer.keys[idx, :, first:].contiguous()
             layer.values = layer.values[idx, :, first:].contiguous()
         return None
+
+
+def _layer_shapes(cache) -> list:
+    """Per layer of ``cache``: (heads, head_dim, dtype) of its keys."""
+    return [(lay.keys.shape[1], lay.keys.shape[3], lay.keys.dtype) for lay in cache.layers]
 
 
 def _cache(layers) -> DynamicCache:
