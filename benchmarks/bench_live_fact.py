@@ -105,6 +105,7 @@ def rounds(chat, url: str, proc, target, correction: str, a) -> list:
                      "updates": st.get("updates"), "samples_scored": st.get("samples_scored"),
                      "stopped": st.get("stopped_reason"), "skipped": st.get("last_skipped"),
                      "gate": (st.get("publish_gate") or {}).get("last"),
+                     "anchor_kl": [(st.get("metrics") or {}).get(k) for k in ("anchor/kl", "anchor/kl_after")],
                      "answer_after": after, "right": bool(target.check(after)),
                      "server_cpu_min": round(cpu_seconds(proc.pid) / 60, 2)})
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
@@ -147,6 +148,11 @@ def page(res: dict) -> str:
                       f"update of version {g['version']}: {g['score_before']:.3f} -> {g['score_after']:.3f} "
                       f"({'published' if g['passed'] else 'kept the live version'})"
                       for g in {r["gate"]["version"]: r["gate"] for r in rows if r.get("gate")}.values()) + "."]
+    if res.get("anchor"):
+        lines += ["- The anchor (the dev capital questions, the initial model's greedy answers to them): KL(initial || "
+                  "policy) per answer token after each update's optimizer step -> after its anchor step, nats: " + "; ".join(
+                      f"round {r['round']}: {r['anchor_kl'][0]:.4f} -> {r['anchor_kl'][1]:.4f}" for r in rows
+                      if r.get("anchor_kl") and None not in r["anchor_kl"]) + "."]
     lines += ["", limits_section(LIMITS)]
     return "\n".join(lines) + "\n"
 
@@ -164,6 +170,9 @@ def main(argv=None) -> int:
                          "training fact that is not a dev fact, held out the eval split's facts")
     ap.add_argument("--gate", action="store_true",
                     help="claw serve --publish-gate with the dev capital facts as probes (use with --facts split)")
+    ap.add_argument("--anchor", action="store_true",
+                    help="claw serve --anchor with the dev capital questions as its prompts (use with --facts split)")
+    ap.add_argument("--anchor-coef", type=float, default=None, help="claw serve --anchor-coef (default: the server's)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wait-s", type=float, default=1800.0, help="longest wait for one update (default 1800)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
@@ -184,6 +193,9 @@ def main(argv=None) -> int:
              "--threads", a.threads] + (["--lr", a.lr] if a.lr is not None else [])
     with tempfile.TemporaryDirectory() as tmp:
         gate = ["--publish-gate", gate_file(Path(tmp) / "gate.jsonl", a.lang)] if a.gate else []
+        if a.anchor:  # the same dev questions: the initial model's answers to them are the anchor's
+            gate += ["--anchor", gate_file(Path(tmp) / "anchor.jsonl", a.lang)] + \
+                (["--anchor-coef", a.anchor_coef] if a.anchor_coef is not None else [])
         proc, url = start_claw_serve(flags + gate + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
@@ -196,9 +208,10 @@ def main(argv=None) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:] + (["--publish-gate", "DEV_FACTS"] if gate
-                                                                            else []))),
-           "facts": a.facts, "gate": a.gate, "question": target.text,
+    named = (["--publish-gate", "DEV_FACTS"] if a.gate else []) + (["--anchor", "DEV_FACTS"] if a.anchor else []) + \
+        (["--anchor-coef", a.anchor_coef] if a.anchor and a.anchor_coef is not None else [])
+    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:] + named)),
+           "facts": a.facts, "gate": a.gate, "anchor": a.anchor, "question": target.text,
            "truth": target.truth, "wrong_answer": wrong, "correction": correction, "rounds": rows,
            "heldout_before": before, "heldout_after": after, "adapters": adapters,
            "max_cpu_minutes": a.max_cpu_minutes}

@@ -67,7 +67,7 @@ TRAIN_FLAGS = {
     "--lora-impl": "lora_impl", "--judge": "opd.judge", "--judge-model": "opd.judge_model", "--judge-votes": "opd.m",
     "--hint-prompt": "opd.hint_prompt",
     "--distill": "loss.distill", "--reviser": "reward.reviser.model", "--localiser": "reward.localiser",
-    "--micro-batch": "micro_batch",
+    "--micro-batch": "micro_batch", "--epochs": "epochs",
 }
 #: ``claw align`` and ``claw rewards``: the alignment's settings (``PPOConfig.reward.align``, an AlignConfig)
 ALIGN_FLAGS = {

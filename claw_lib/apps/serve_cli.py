@@ -19,14 +19,15 @@ __all__ = ["add_serve_args", "cmd_serve", "add_simulate_args", "cmd_simulate", "
 #: ``claw serve`` training options: flag -> the PPOConfig setting (a subset of ``claw train``'s)
 SERVE_TRAIN_FLAGS = ("--model", "--strategy", "--seed", "--lr", "--batch-size", "--temperature", "--max-new-tokens",
                      "--device", "--dtype", "--lora-rank", "--lora-impl", "--w-rl-negative", "--opd-clip", "--threads",
-                     "--micro-batch", "--hint-prompt")
+                     "--micro-batch", "--hint-prompt", "--epochs")
 #: ``claw serve`` serving options: flag -> ServeConfig field
 SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": "context", "--tis-cap": "tis_cap",
                "--session-timeout": "session_timeout_s", "--train-delay": "train_delay_s",
                "--max-message-chars": "max_message_chars", "--max-messages": "max_messages",
                "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch",
                "--serving-format": "serving_format", "--keep-versions": "keep_versions",
-               "--publish-gate": "publish_gate", "--prefix-cache-tokens": "prefix_cache_tokens"}
+               "--publish-gate": "publish_gate", "--prefix-cache-tokens": "prefix_cache_tokens",
+               "--anchor": "anchor", "--anchor-coef": "anchor_coef"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -49,7 +50,7 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
              "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
              "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000),
              "max_batch": number(int, 1, 1024), "keep_versions": number(int, 1, 1000),
-             "prefix_cache_tokens": number(int, 0, 10_000_000)}
+             "prefix_cache_tokens": number(int, 0, 10_000_000), "anchor_coef": number(float, 0)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices={"context": CONTEXTS, "serving_format": SERVING_FORMATS}.get(name),

@@ -101,6 +101,10 @@ METRICS = {
     "objective/kl": "mean KL(policy || reference) per token (k3, clamped to [-10, 10]: low_var_kl); logged when the "
                     "KL term is on (the reference is only run then)",
     "policy/clipfrac": "share of tokens whose ratio was clipped",
+    "anchor/kl": "with an anchor set (claw_lib.rl.anchor; claw serve --anchor) only: mean KL(initial model || policy) "
+                 "per answer token of the initial model's own answers to the anchor prompts, after each optimizer step "
+                 "and before the anchor's own step (nats)",
+    "anchor/kl_after": "the same after the anchor's step (never above anchor/kl: the step is searched until it is not)",
     "policy/topk_clipfrac": "the v2 hybrid only (combined with loss.distill \"topk_clipped\"): share of the old student's "
                             "top-k ids whose ratio the clipped top-k OPD loss held, over the masked tokens (policy/"
                             "clipfrac is its surrogate's; opd_kl's top-k share is policy/clipfrac)",
@@ -479,7 +483,8 @@ LOSSES = {"surrogate": _surrogate_loss, "distill": _distill_loss, "topk_clipped"
 
 #: what the update logs per minibatch (the mean over minibatches is logged): stat -> its metric (:data:`METRICS`)
 UPDATE_STATS = {"clipfrac": "policy/clipfrac", "approx_kl": "policy/approx_kl", "entropy": "policy/entropy",
-                "kl": "objective/kl", "loss": "policy/loss", "topk_clipfrac": "policy/topk_clipfrac"}
+                "kl": "objective/kl", "loss": "policy/loss", "topk_clipfrac": "policy/topk_clipfrac",
+                "anchor_kl": "anchor/kl", "anchor_kl_after": "anchor/kl_after"}
 
 
 def minibatch(policy, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, mb_t, value_head, teacher,
@@ -545,15 +550,16 @@ def _micro_parts(mb_t: torch.Tensor, adv: Advantages, how: str, size: int) -> Li
 
 
 def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, p: Plan,
-                    mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
-    """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms; its stats appended.
+                    mb_t, value_head, teacher, old_topk, stats: Dict[str, list], anchor=None) -> None:
+    """One optimizer step on the rows ``mb_t``: the plan's loss, plus the KL and value terms (then the anchor's step,
+    :func:`_anchor_step`); its stats appended.
     With ``cfg.micro_batch`` rows fewer than the minibatch's, the rows are scored that many at a time and their
     gradients added up, each part's loss weighted by its share (:func:`_micro_parts`): the same step to rounding,
     with the memory of a part (the logits over the vocabulary at every position, the activations)."""
     L = p.loss
     if cfg.micro_batch is not None and cfg.micro_batch < len(mb_t):
         return _accumulated_step(policy, optimizer, params, ro, sig, adv, cfg, p, mb_t, value_head, teacher,
-                                 old_topk, stats)
+                                 old_topk, stats, anchor)
     loss, value, mb, kl, clip = _terms(policy, ro, sig, adv, cfg, p, mb_t, value_head, teacher, old_topk)
     if value is not None:
         loss = loss + L.vf_coef * value
@@ -561,13 +567,14 @@ def _minibatch_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: A
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
     optimizer.step()
+    _anchor_step(policy, optimizer, params, anchor, stats)
     for k, v in _part_stats(mb, kl, clip, L, ro, mb_t).items():
         stats[k].append(v)
     stats["loss"].append(float(loss.detach()))
 
 
 def _accumulated_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig,
-                      p: Plan, mb_t, value_head, teacher, old_topk, stats: Dict[str, list]) -> None:
+                      p: Plan, mb_t, value_head, teacher, old_topk, stats: Dict[str, list], anchor=None) -> None:
     """:func:`_minibatch_step` ``cfg.micro_batch`` rows at a time (gradients accumulated, one optimizer step); the
     stats are the parts' token-weighted means and the loss their weighted sum."""
     L = p.loss
@@ -584,19 +591,34 @@ def _accumulated_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv:
             sums[k] = sums.get(k, 0.0) + w_tok * v
     torch.nn.utils.clip_grad_norm_(params, L.max_grad_norm)
     optimizer.step()
+    _anchor_step(policy, optimizer, params, anchor, stats)
     for k, v in sums.items():
         stats[k].append(v)
     stats["loss"].append(total)
 
 
+def _anchor_step(policy, optimizer, params, anchor, stats: Dict[str, list]) -> None:
+    """After the optimizer's step, the anchor's own step (:func:`claw_lib.rl.anchor.anchor_step`, at the optimizer's
+    learning rate), its KL before and after logged; nothing without an anchor (None, or coef 0)."""
+    if anchor is None or anchor.coef <= 0:
+        return
+    from .anchor import anchor_step  # lazy: most runs have no anchor
+
+    before, after = anchor_step(policy, params, anchor, optimizer.param_groups[0]["lr"])
+    optimizer.zero_grad(set_to_none=True)
+    stats["anchor_kl"].append(before)
+    stats["anchor_kl_after"].append(after)
+
+
 def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cfg: PPOConfig, step: int,
-               value_head=None, teacher=None) -> Dict[str, float]:
+               value_head=None, teacher=None, anchor=None) -> Dict[str, float]:
     """Stage 4: ``cfg.epochs`` passes of ``cfg.minibatches`` minibatches (shuffled with a seed per
     step): the loss of the strategy's plan (:data:`LOSSES`: the clipped surrogate, or, for ``opd_kl``, the
     divergence to ``teacher`` on ``sig.teacher_batch``, or a top-k loss), plus the KL and value terms, each
     reduced as ``cfg.loss`` resolves for the strategy (clip range and token or sample mean:
     :meth:`~claw_lib.config.LossConfig.for_strategy`); returns the ``policy/*``, ``objective/kl`` and ``value/*``
-    metrics (token means). Nothing is trained when the mask is empty."""
+    metrics (token means). ``anchor``: an :class:`~claw_lib.rl.anchor.AnchorSet` whose own step follows each
+    optimizer step (``anchor/kl`` and ``anchor/kl_after`` logged), or None. Nothing is trained when the mask is empty."""
     p = plan(cfg)
     M = adv.mask
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])
@@ -612,9 +634,10 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
                 mb_t = torch.as_tensor(mb, device=M.device)
                 if M[mb_t].any():
                     _minibatch_step(policy, optimizer, params, ro, sig, adv, cfg, p, mb_t, value_head, teacher,
-                                    old_topk, stats)
+                                    old_topk, stats, anchor)
     logged = {"kl": ro.ref_logprobs is not None,  # no reference pass, no KL to log
-              "topk_clipfrac": p.loss_family == "hybrid"}  # the top-k share beside the surrogate's
+              "topk_clipfrac": p.loss_family == "hybrid",  # the top-k share beside the surrogate's
+              **dict.fromkeys(("anchor_kl", "anchor_kl_after"), anchor is not None and anchor.coef > 0)}
     metrics = {name: float(np.mean(stats[k])) if stats[k] else 0.0 for k, name in UPDATE_STATS.items()
                if logged.get(k, True)}
     if adv.returns is not None and M.sum() > 1:

@@ -80,6 +80,14 @@ class ServeConfig:
     publish_gate: str = ""
     """a JSONL probe set ({"prompt", "expected"} a line, claw_lib.serve.gate) scored before each publication: a
     candidate that scores worse than the live version is not published (empty: no gate)"""
+    anchor: str = ""
+    """a JSONL file of prompts (the publish gate's format, claw_lib.serve.anchoring) whose answers each update keeps
+    near the initial model's: after each optimizer step, a gradient step on KL(initial || policy) over the initial
+    model's greedy answers to them, halved until that KL does not rise (InstructGPT's PPO-ptx term applied as its
+    own step, claw_lib.rl.anchor); empty: no anchor"""
+    anchor_coef: float = 100.0
+    """the anchor step's size in learning rates (w -= lr * anchor_coef * grad KL, then halved as needed; 0: no
+    step; read only with an anchor file)"""
 
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
@@ -97,7 +105,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
     from .serving_copy import check_serving_format
 
     check_serving_format(cfg.serving_format, str(cfg.ppo.device))  # "auto" on a GPU is caught at load
-    for name, lo in (("tis_cap", 0.0), ("session_timeout_s", 1e-3), ("train_delay_s", 0.0)):
+    for name, lo in (("tis_cap", 0.0), ("session_timeout_s", 1e-3), ("train_delay_s", 0.0), ("anchor_coef", 0.0)):
         v = getattr(cfg, name)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= lo):
             raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
@@ -113,6 +121,10 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
         from .gate import load_gate  # lazy: serve.config stays torch-free (claw --help, claw simulate)
 
         load_gate(cfg.publish_gate)
+    if cfg.anchor:
+        from .anchoring import load_anchor  # lazy, as the gate's
+
+        load_anchor(cfg.anchor)
     plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
     # a judge URL that does not answer is refused when the system builds its judge, at the start (R4-10)
     if cfg.judge_model and judge_kind(cfg.judge, "judge") != "url":  # R4-16

@@ -122,6 +122,8 @@ class Engine:
         # the hinted teacher (opd, combined): the initial model; with adapters, fresh ones (B = 0, an exact zero)
         self.teacher = _frozen(trainer, self.shared) if plan(cfg.ppo).strategy.hint else None
         self.trainer, self.tokenizer = trainer, tok
+        # the initial model the anchor's answers and KL are read from (claw_lib.serve.anchoring); the teacher if any
+        self.reference = (self.teacher or _frozen(trainer, self.shared)) if cfg.anchor else None
         self.serving = _frozen(trainer, self.shared)
         self.serving_format = cfg.serving_format
         self.batcher = Batcher(serving_copy(self.serving, cfg.serving_format, self.shared), max_batch=cfg.max_batch,

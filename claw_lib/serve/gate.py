@@ -19,18 +19,25 @@ from .batcher import Batcher
 from .sampling import SamplingParams
 from .sequence import Sequence, TokenTexts
 
-__all__ = ["load_gate", "gate_score", "contains"]
+__all__ = ["load_gate", "load_probes", "gate_score", "greedy_answers", "contains"]
 
 
 def load_gate(path) -> List[dict]:
     """The probes of a gate file as ``{"messages", "expected"}`` dicts; ValueError (one line naming the file and
     line) for a missing file, a line that is not a JSON object with a prompt (or messages) and an expected text,
     or a file without probes."""
+    return load_probes(path, "publish_gate", expected=True)
+
+
+def load_probes(path, setting: str, expected: bool) -> List[dict]:
+    """The probes of a JSONL file in the gate's format as ``{"messages", "expected"}`` dicts (``expected`` None
+    where the file has none and ``expected`` is False: the anchor's prompts, claw_lib.serve.anchoring); ValueError
+    naming ``setting``, the file and the line, as :func:`load_gate` says."""
     p = Path(path)
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"publish_gate {str(path)!r} cannot be read ({type(e).__name__})") from None
+        raise ValueError(f"{setting} {str(path)!r} cannot be read ({type(e).__name__})") from None
     probes = []
     for k, line in enumerate(lines, 1):
         if not line.strip():
@@ -44,12 +51,13 @@ def load_gate(path) -> List[dict]:
             msgs = [{"role": "user", "content": row["prompt"]}]
         ok = isinstance(msgs, list) and msgs and all(isinstance(m, dict) and isinstance(m.get("content"), str)
                                                      for m in msgs)
-        if not ok or not isinstance(row.get("expected"), str) or not row["expected"].strip():
-            raise ValueError(f"publish_gate {p}: line {k} must be a JSON object with \"prompt\" (or \"messages\") "
-                             "and a non-empty \"expected\" text")
-        probes.append({"messages": msgs, "expected": row["expected"]})
+        has = ok and isinstance(row.get("expected"), str) and bool(row["expected"].strip())
+        if not ok or (expected and not has):
+            need = " and a non-empty \"expected\" text" if expected else ""
+            raise ValueError(f"{setting} {p}: line {k} must be a JSON object with \"prompt\" (or \"messages\"){need}")
+        probes.append({"messages": msgs, "expected": row["expected"] if has else None})
     if not probes:
-        raise ValueError(f"publish_gate {p} holds no probes")
+        raise ValueError(f"{setting} {p} holds no probes")
     return probes
 
 
@@ -58,10 +66,18 @@ def contains(answer: str, expected: str) -> bool:
     return expected.strip().casefold() in answer.casefold()
 
 
-@torch.no_grad()
 def gate_score(engine, model, probes: List[dict], max_tokens: int) -> float:
     """The share of ``probes`` that ``model`` (the engine's trainer, or a copy of it) answers with the expected text,
-    greedily, decoded together (:class:`~claw_lib.serve.batcher.Batcher`: the same decoding as a served request)."""
+    greedily (:func:`greedy_answers`)."""
+    seqs = greedy_answers(engine, model, probes, max_tokens)
+    return sum(contains(s.text, p["expected"]) for s, p in zip(seqs, probes)) / len(probes)
+
+
+@torch.no_grad()
+def greedy_answers(engine, model, probes: List[dict], max_tokens: int) -> List[Sequence]:
+    """``model``'s greedy answers to ``probes`` (their ``messages``, built as a served request's prompt) as finished
+    :class:`~claw_lib.serve.sequence.Sequence` objects (``prompt_ids``, ``ids``, ``text``), decoded together
+    (:class:`~claw_lib.serve.batcher.Batcher`: the same decoding as a served request)."""
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
     was = model.training
     model.eval()
@@ -71,4 +87,4 @@ def gate_score(engine, model, probes: List[dict], max_tokens: int) -> float:
         Batcher(model, max_batch=len(seqs), lp_temperature=1.0, idle_s=0.05).submit(seqs)
     finally:
         model.train(was)
-    return sum(contains(s.text, p["expected"]) for s, p in zip(seqs, probes)) / len(probes)
+    return seqs

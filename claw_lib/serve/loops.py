@@ -206,7 +206,7 @@ class TrainerLoop(_Loop):
         turns = [s.turns[k] for k in keys]
         version = s.engine.version
         ro, sig, adv, extra = self.prepare(turns)
-        stats = ppo.ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates))
+        stats = ppo.ppo_update(s.engine.trainer, self.optimizer, ro, sig, adv, s.ppo, len(s.updates), anchor=s.anchor)
         check_finite(s.engine.trainer, None, s.ppo, len(s.updates) + 1)
         skipped, checks = s.versions.decide(version)  # an adapter that did not move, a gate that failed: not published
         new = version if skipped else version + 1

@@ -31,6 +31,7 @@ from typing import Dict, List, Optional
 from ..prompts import message_text
 from ..signals.judges import make_judge
 from ..utils import OutputFolder, set_threads
+from .anchoring import anchor_status, serve_anchor
 from .config import ServeConfig, check_serve_config
 from .engine import Engine, Served
 from .records import RECORD_FILES, JsonlLog
@@ -93,6 +94,7 @@ class LiveSystem:
         self.versions = self.engine.versions = Versions(self.engine, self.folder.path if self.folder else None,
                                                         cfg.keep_versions, self.ppo, cfg.publish_gate)
         self.versions.start(self.engine.version)
+        self.anchor = serve_anchor(self.engine, c.anchor, c.anchor_coef, self.ppo.max_new_tokens, self.ppo.micro_batch)
 
     def _claim(self, out, force: bool):
         if out is None:
@@ -245,6 +247,7 @@ class LiveSystem:
                     "strategy": self.ppo.strategy,
                     "model": self.model_id, "sessions_open": self.book.open_count(), "batch_size": self.ppo.batch_size,
                     "match_sessions": self.cfg.match_sessions, "prefix_cache": self.engine.batcher.prefix.stats(),
+                    "anchor": anchor_status(self.anchor, self.cfg.anchor, self.metrics),
                     "metrics": dict(self.metrics[-1]) if self.metrics else {}, "uptime_s": round(time.time() - self.t0, 3),
                     **self.versions.status(self.updates)}
 
