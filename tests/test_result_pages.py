@@ -39,6 +39,8 @@ GENERATED = {
     "results/serve/live_fact_qwen05_split.md": ("benchmarks", "bench_live_fact", "LIMITS"),
     "results/serve/live_fact_qwen05_gate.md": ("benchmarks", "bench_live_fact", "LIMITS"),
     "results/serve/live_fact_qwen05_split_lr3e-5.md": ("benchmarks", "bench_live_fact", "LIMITS"),
+    "results/serve/live_fact_qwen05_anchor.md": ("benchmarks", "bench_live_fact", "LIMITS"),
+    "results/serve/live_fact_qwen05_noanchor.md": ("benchmarks", "bench_live_fact", "LIMITS"),
     "results/serve/batch_flips_qwen05.md": ("benchmarks", "bench_batch_flips", "LIMITS"),
 }
 

@@ -1,11 +1,21 @@
 """The real-model serving benchmarks' paths on the tiny GPT: a person's correction through the openai client
-(benchmarks/bench_live_fact.py) and greedy answers alone vs in one batch (benchmarks/bench_batch_flips.py).
+(benchmarks/bench_live_fact.py), the same in the chat page in Chromium (benchmarks/bench_page_fact.py), and greedy
+answers alone vs in one batch (benchmarks/bench_batch_flips.py).
 The committed real-model pages are results/serve/live_fact_qwen05.md and batch_flips_qwen05.md."""
 import json
 
 import pytest
 
+from tests.browser import NEEDS_BROWSER
 from tests.tool_module import load_tool
+
+
+
+def needs_browser(test):
+    """The browser tests' skip marks (tests/browser.py) on one test of this file."""
+    for mark in NEEDS_BROWSER:
+        test = mark(test)
+    return test
 
 
 def test_one_correction_changes_the_tiny_gpts_planted_answer_and_the_page_reports_it(tmp_path):
@@ -44,6 +54,37 @@ def test_split_facts_hold_out_the_eval_split_and_the_gate_probes_the_dev_facts(t
     page = out.read_text()
     assert "the eval split's capital questions" in page
     assert any(r["gate"] for r in res["rounds"]) and "The publish gate (the dev capital questions" in page
+
+
+def test_split_facts_with_the_anchor_name_it_and_report_its_kl(tmp_path):
+    """--facts split --anchor: the server ran with the dev facts as its anchor, and the page has the anchor's KL
+    after each update's optimizer step and after its anchor step, the second never above the first."""
+    bench = load_tool("bench_live_fact", "benchmarks")
+    out, js = tmp_path / "fact.md", tmp_path / "fact.json"
+    assert bench.main(["--model", "tiny", "--rounds", "2", "--heldout", "3", "--facts", "split", "--anchor",
+                       "--threads", "1", "--out", str(out), "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    assert "--anchor DEV_FACTS" in res["serve_flags"] and res["anchor"]
+    kls = [r["anchor_kl"] for r in res["rounds"]]
+    assert kls and all(before >= after >= 0 for before, after in kls), kls
+    assert "The anchor (the dev capital questions" in out.read_text()
+
+
+@needs_browser
+def test_the_page_benchmark_corrects_the_tiny_gpt_in_chromium(tmp_path):
+    """benchmarks/bench_page_fact.py on the tiny GPT: the rounds typed into the page in Chromium, the version banner
+    read, the next greedy answer right (the tiny GPT learns its Chinese capital in one update), no page errors."""
+    bench = load_tool("bench_page_fact", "benchmarks")
+    out, js = tmp_path / "page.md", tmp_path / "page.json"
+    assert bench.main(["--model", "tiny", "--lang", "zh", "--rounds", "3", "--max-cpu-minutes", "3", "--threads", "1",
+                       "--out", str(out), "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    last = res["rounds"][-1]
+    assert last["right"] and last["greedy"] and last["version_after"] >= 1 and last["answer_version"] >= 1
+    assert f"v{last['version_after']}" in last["banner"] and res["page_errors"] == []
+    assert "结束" not in last["answer_after"]  # the end-of-text chip is the page's label, not the answer
+    page = out.read_text()
+    assert page.rstrip().endswith(bench.limits_section(bench.LIMITS)) and "| 1 |" in page
 
 
 def test_full_precision_greedy_answers_are_the_same_alone_and_batched(tmp_path):
