@@ -114,17 +114,23 @@ def rounds(chat, url: str, proc, target, correction: str, a) -> list:
     return rows
 
 
+def heldout_line(res: dict, where: str) -> str:
+    """The report's line on the held-out questions (``where`` they come from): how many greedy answers are unchanged
+    word for word, how many right before and after, and each one that moved."""
+    before, after = res["heldout_before"], res["heldout_after"]
+    facts = {f.text: f for f in real_facts()}
+    right = {w: sum(bool(facts[q].check(ans[q])) for q in before) for w, ans in (("before", before), ("after", after))}
+    moved = [f"{q} \"{before[q][:80]}\" -> \"{after[q][:80]}\"" for q in before if before[q] != after[q]]
+    return (f"- Held-out questions ({where}, {len(before)}): {len(before) - len(moved)} greedy answers unchanged word "
+            f"for word; right before {right['before']}, after {right['after']} (the target: all unchanged)."
+            + "".join(f"\n  - {m}" for m in moved))
+
+
 def page(res: dict) -> str:
     """The Markdown report of one run (``res``: what :func:`main` writes as JSON)."""
     rows = res["rounds"]
     changed = next((r for r in rows if r["answer_after"] != res["wrong_answer"]), None)
     right = next((r for r in rows if r["right"]), None)
-    same = sum(res["heldout_before"][q] == res["heldout_after"][q] for q in res["heldout_before"])
-    facts = {f.text: f for f in real_facts()}
-    held_right = {when: sum(bool(facts[q].check(res[f"heldout_{when}"][q])) for q in res["heldout_before"])
-             for when in ("before", "after")}
-    moved = [f"{q} \"{res['heldout_before'][q][:80]}\" -> \"{res['heldout_after'][q][:80]}\""
-             for q in res["heldout_before"] if res["heldout_before"][q] != res["heldout_after"][q]]
     lines = ["# A person corrects a real model on one fact, live", "",
              f"Model `{Path(res['model']).name}`, `claw serve` with {res['serve_flags']}. Written by "
              "`benchmarks/bench_live_fact.py`; see its docstring.", "",
@@ -137,10 +143,7 @@ def page(res: dict) -> str:
     lines += ["",
               f"- The answer first changed: {when(changed)}; first right: {when(right)} (the target: within "
               f"{res['max_cpu_minutes']:g} CPU minutes).",
-              f"- Held-out questions ({HELDOUT_FROM[res.get('facts', 'first')]}, {len(res['heldout_before'])}): "
-              f"{same} greedy "
-              f"answers unchanged word for word; right before {held_right['before']}, after {held_right['after']} "
-              "(the target: all unchanged)." + "".join(f"\n  - {m}" for m in moved),
+              heldout_line(res, HELDOUT_FROM[res.get("facts", "first")]),
               f"- Adapters written: {', '.join(res['adapters']) or 'none'}."]
     if res.get("gate"):
         lines += ["- The publish gate (the dev capital questions, answer contains the truth; the live version and the "
@@ -157,19 +160,14 @@ def page(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_fact_args(ap: argparse.ArgumentParser, heldout: int) -> None:
+    """The flags this benchmark and benchmarks/bench_page_fact.py share (``heldout``: the --heldout default)."""
     ap.add_argument("--model", required=True, help="a local Hugging Face folder (the real model)")
     ap.add_argument("--lang", default="en", choices=("en", "zh"))
     ap.add_argument("--lr", type=float, default=None, help="claw serve --lr (default: the per-model default)")
     ap.add_argument("--rounds", type=int, default=8, help="corrections at most (default 8)")
     ap.add_argument("--max-cpu-minutes", type=float, default=10.0, help="stop when the server has used this much")
-    ap.add_argument("--heldout", type=int, default=8, help="held-out questions (default 8)")
-    ap.add_argument("--facts", choices=("first", "split"), default="first",
-                    help="first: the first wrong fact, held out the first --heldout others; split: the first wrong "
-                         "training fact that is not a dev fact, held out the eval split's facts")
-    ap.add_argument("--gate", action="store_true",
-                    help="claw serve --publish-gate with the dev capital facts as probes (use with --facts split)")
+    ap.add_argument("--heldout", type=int, default=heldout, help=f"held-out questions (default {heldout})")
     ap.add_argument("--anchor", action="store_true",
                     help="claw serve --anchor with the dev capital questions as its prompts (use with --facts split)")
     ap.add_argument("--anchor-coef", type=float, default=None, help="claw serve --anchor-coef (default: the server's)")
@@ -178,25 +176,59 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
     ap.add_argument("--from-json", type=Path, default=None, help="write the page from a run's JSON, running nothing")
     add_report_args(ap, "the Markdown report")
-    a = ap.parse_args(argv)
+
+
+def check_fact_args(a) -> Path:
+    """The report's path, after the checks both benchmarks make (ValueError, one line)."""
     if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0:
         raise ValueError("--rounds and --heldout must be >= 1 and --max-cpu-minutes > 0")
-    out = report_path(a)
+    if a.json is not None and a.from_json is None:
+        check_new_file(a.json, a.force)
+    return report_path(a)
+
+
+def serve_flags(a, tmp: Path) -> tuple:
+    """(``claw serve``'s flags for the run in the folder ``tmp``, the same as the report names them: the dev facts'
+    files as ``DEV_FACTS``)."""
+    flags = ["--serving-format", "int8", "--batch-size", 1, "--lora-impl", "peft", "--threads", a.threads] + \
+        (["--lr", a.lr] if a.lr is not None else [])
+    files, named = [], []
+    for on, flag, name in ((getattr(a, "gate", False), "--publish-gate", "gate.jsonl"),
+                           (a.anchor, "--anchor", "anchor.jsonl")):
+        if on:  # the dev questions (the initial model's answers to them are the anchor's)
+            files += [flag, gate_file(tmp / name, a.lang)]
+            named += [flag, "DEV_FACTS"]
+    coef = ["--anchor-coef", a.anchor_coef] if a.anchor and a.anchor_coef is not None else []
+    return ["--model", a.model] + flags + files + coef, " ".join(map(str, flags + named + coef))
+
+
+def write_result(res: dict, a, out: Path, render) -> None:
+    """``--json`` (if asked) and the Markdown report ``render(res)``."""
+    if a.json is not None:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(a.json, replace=a.force) as f:
+            json.dump(res, f, indent=1, ensure_ascii=False)
+    publish_report(render(res), out, a.force)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_fact_args(ap, heldout=8)
+    ap.add_argument("--facts", choices=("first", "split"), default="first",
+                    help="first: the first wrong fact, held out the first --heldout others; split: the first wrong "
+                         "training fact that is not a dev fact, held out the eval split's facts")
+    ap.add_argument("--gate", action="store_true",
+                    help="claw serve --publish-gate with the dev capital facts as probes (use with --facts split)")
+    a = ap.parse_args(argv)
+    out = check_fact_args(a)
     if a.from_json is not None:
         publish_report(page(json.loads(a.from_json.read_text(encoding="utf-8"))), out, a.force)
         return 0
-    if a.json is not None:
-        check_new_file(a.json, a.force)
     import openai
 
-    flags = ["--model", a.model, "--serving-format", "int8", "--batch-size", 1, "--lora-impl", "peft",
-             "--threads", a.threads] + (["--lr", a.lr] if a.lr is not None else [])
     with tempfile.TemporaryDirectory() as tmp:
-        gate = ["--publish-gate", gate_file(Path(tmp) / "gate.jsonl", a.lang)] if a.gate else []
-        if a.anchor:  # the same dev questions: the initial model's answers to them are the anchor's
-            gate += ["--anchor", gate_file(Path(tmp) / "anchor.jsonl", a.lang)] + \
-                (["--anchor-coef", a.anchor_coef] if a.anchor_coef is not None else [])
-        proc, url = start_claw_serve(flags + gate + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
+        flags, named = serve_flags(a, Path(tmp))
+        proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
             chat = (client, client.models.list().data[0].id)
@@ -208,20 +240,12 @@ def main(argv=None) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-    named = (["--publish-gate", "DEV_FACTS"] if a.gate else []) + (["--anchor", "DEV_FACTS"] if a.anchor else []) + \
-        (["--anchor-coef", a.anchor_coef] if a.anchor and a.anchor_coef is not None else [])
-    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:] + named)),
-           "facts": a.facts, "gate": a.gate, "anchor": a.anchor, "question": target.text,
-           "truth": target.truth, "wrong_answer": wrong, "correction": correction, "rounds": rows,
-           "heldout_before": before, "heldout_after": after, "adapters": adapters,
+    res = {"model": a.model, "serve_flags": named, "facts": a.facts, "gate": a.gate, "anchor": a.anchor,
+           "question": target.text, "truth": target.truth, "wrong_answer": wrong, "correction": correction,
+           "rounds": rows, "heldout_before": before, "heldout_after": after, "adapters": adapters,
            "max_cpu_minutes": a.max_cpu_minutes}
-    if a.json is not None:
-        a.json.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(a.json, replace=a.force) as f:
-            json.dump(res, f, indent=1, ensure_ascii=False)
-    publish_report(page(res), out, a.force)
+    write_result(res, a, out, page)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(script_main(main))

@@ -32,9 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from claw_lib.serve.process import cpu_seconds, start_claw_serve, wait_idle  # noqa: E402
 from claw_lib.text.phrases import CORRECTION_LEADS, with_lead  # noqa: E402
-from claw_lib.toy.real_tasks import real_facts  # noqa: E402
-from claw_lib.utils import add_report_args, atomic_write, check_new_file, limits_section, publish_report, \
-    report_path, script_main  # noqa: E402
+from claw_lib.utils import limits_section, publish_report, script_main  # noqa: E402
 
 import bench_live_fact as fact_bench  # noqa: E402  (the fact, the held-out questions and the dev file, as it picks them)
 
@@ -129,12 +127,6 @@ def render(res: dict) -> str:
     """The Markdown report of one run (``res``: what :func:`main` writes as JSON)."""
     rows = res["rounds"]
     right = next((r for r in rows if r["right"]), None)
-    same = sum(res["heldout_before"][q] == res["heldout_after"][q] for q in res["heldout_before"])
-    facts = {f.text: f for f in real_facts()}
-    held_right = {w: sum(bool(facts[q].check(res[f"heldout_{w}"][q])) for q in res["heldout_before"])
-                  for w in ("before", "after")}
-    moved = [f"{q} \"{res['heldout_before'][q][:80]}\" -> \"{res['heldout_after'][q][:80]}\""
-             for q in res["heldout_before"] if res["heldout_before"][q] != res["heldout_after"][q]]
     cell = lambda t: t.replace("|", "/").replace("\n", " ")[:140]  # noqa: E731
     lines = ["# A real model corrected on one fact in the chat page", "",
              f"Model `{Path(res['model']).name}`, `claw serve` with {res['serve_flags']}; the page driven in a headless "
@@ -148,9 +140,7 @@ def render(res: dict) -> str:
     lines += ["", (f"- The page's greedy answer was right after round {right['round']}, at {right['server_cpu_min']:.1f} "
                    "CPU min" if right else "- The page's greedy answer was never right") +
               f" (the target: within {res['max_cpu_minutes']:g} CPU minutes).",
-              f"- Held-out questions (the eval split's capital questions, {len(res['heldout_before'])}, through the "
-              f"client): {same} greedy answers unchanged word for word; right before {held_right['before']}, after "
-              f"{held_right['after']} (the target: all unchanged)." + "".join(f"\n  - {m}" for m in moved),
+              fact_bench.heldout_line(res, "the eval split's capital questions, asked through the client"),
               f"- Adapters written: {', '.join(res['adapters']) or 'none'}.",
               f"- Errors in the page: {len(res['page_errors'])}" + "".join(f"\n  - {e}" for e in res["page_errors"]),
               "", limits_section(LIMITS)]
@@ -159,34 +149,17 @@ def render(res: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, help="a local Hugging Face folder (the real model)")
-    ap.add_argument("--lang", default="en", choices=("en", "zh"))
-    ap.add_argument("--lr", type=float, default=None, help="claw serve --lr (default: the per-model default)")
-    ap.add_argument("--anchor", action="store_true", help="claw serve --anchor with the dev capital questions")
-    ap.add_argument("--rounds", type=int, default=8, help="corrections at most (default 8)")
-    ap.add_argument("--max-cpu-minutes", type=float, default=10.0, help="stop when the server has used this much")
-    ap.add_argument("--heldout", type=int, default=9, help="held-out questions (default 9: the eval split's)")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--wait-s", type=float, default=1800.0, help="longest wait for one update (default 1800)")
-    ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
-    ap.add_argument("--from-json", type=Path, default=None, help="write the page from a run's JSON, running nothing")
-    add_report_args(ap, "the Markdown report")
+    fact_bench.add_fact_args(ap, heldout=9)
     a = ap.parse_args(argv)
-    if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0:
-        raise ValueError("--rounds and --heldout must be >= 1 and --max-cpu-minutes > 0")
-    out = report_path(a)
+    out = fact_bench.check_fact_args(a)
     if a.from_json is not None:
         publish_report(render(json.loads(a.from_json.read_text(encoding="utf-8"))), out, a.force)
         return 0
-    if a.json is not None:
-        check_new_file(a.json, a.force)
     import openai
 
-    flags = ["--model", a.model, "--serving-format", "int8", "--batch-size", 1, "--lora-impl", "peft",
-             "--threads", a.threads] + (["--lr", a.lr] if a.lr is not None else [])
     with tempfile.TemporaryDirectory() as tmp:
-        anchor = ["--anchor", fact_bench.gate_file(Path(tmp) / "anchor.jsonl", a.lang)] if a.anchor else []
-        proc, url = start_claw_serve(flags + anchor + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
+        flags, named = fact_bench.serve_flags(a, Path(tmp))
+        proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
             chat = (client, client.models.list().data[0].id)
@@ -200,18 +173,12 @@ def main(argv=None) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-    res = {"model": a.model, "serve_flags": " ".join(map(str, flags[2:] + (["--anchor", "DEV_FACTS"] if a.anchor
-                                                                            else []))),
-           "question": target.text, "truth": target.truth, "wrong_answer": wrong, "correction": correction,
-           "rounds": rows, "page_wall_s": wall, "page_errors": problems, "heldout_before": before,
-           "heldout_after": after, "adapters": adapters, "max_cpu_minutes": a.max_cpu_minutes}
-    if a.json is not None:
-        a.json.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_write(a.json, replace=a.force) as f:
-            json.dump(res, f, indent=1, ensure_ascii=False)
-    publish_report(render(res), out, a.force)
+    res = {"model": a.model, "serve_flags": named, "question": target.text, "truth": target.truth,
+           "wrong_answer": wrong, "correction": correction, "rounds": rows, "page_wall_s": wall,
+           "page_errors": problems, "heldout_before": before, "heldout_after": after, "adapters": adapters,
+           "max_cpu_minutes": a.max_cpu_minutes}
+    fact_bench.write_result(res, a, out, render)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(script_main(main))
