@@ -63,20 +63,24 @@ def ask(chat, question: str, session: str | None = None, done: bool = False, his
     return r.choices[0].message.content or ""
 
 
-def choose(chat, lang: str, n_heldout: int, split: bool = False) -> tuple:
+def choose(chat, lang: str, n_heldout: int, split: bool = False, skip: int = 0) -> tuple:
     """(the fact to correct, its wrong answer, the held-out facts, their answers before): step 1. ``split``: the
     fact is the first one answered wrong among the training facts that are not dev facts, the held-out facts are
-    the eval split's (never seen by the gate), instead of the first ``n_heldout`` of all the others."""
+    the eval split's (never seen by the gate), instead of the first ``n_heldout`` of all the others. ``skip``: the
+    first ``skip`` facts answered wrong are passed over (another fact for the same run)."""
     facts = [f for f in real_facts() if f.kind == "capital" and f.lang == lang]
     pool = [f for f in facts if f.split == "train" and not f.dev] if split else facts
-    answers = {}
+    answers, wrong = {}, 0
     for f in pool:
         answers[f.text] = ask(chat, f.text)
         if not f.check(answers[f.text]):
-            target = f
-            break
+            wrong += 1
+            if wrong > skip:
+                target = f
+                break
     else:
-        raise RuntimeError(f"the model answers all {len(pool)} capital questions ({lang}) right: nothing to correct")
+        raise RuntimeError(f"the model answers {wrong} of the {len(pool)} capital questions ({lang}) wrong, and "
+                           f"--skip is {skip}: nothing to correct")
     others = [f for f in facts if (f.split == "eval" if split else f is not target)][:n_heldout]
     before = {f.text: answers.get(f.text) or ask(chat, f.text) for f in others}
     return target, answers[target.text], others, before
@@ -171,6 +175,8 @@ def add_fact_args(ap: argparse.ArgumentParser, heldout: int) -> None:
     ap.add_argument("--anchor", action="store_true",
                     help="claw serve --anchor with the dev capital questions as its prompts (use with --facts split)")
     ap.add_argument("--anchor-coef", type=float, default=None, help="claw serve --anchor-coef (default: the server's)")
+    ap.add_argument("--skip", type=int, default=0,
+                    help="pass over the first SKIP facts the model answers wrong (default 0: the first is corrected)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wait-s", type=float, default=1800.0, help="longest wait for one update (default 1800)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rounds and answers as JSON")
@@ -180,8 +186,8 @@ def add_fact_args(ap: argparse.ArgumentParser, heldout: int) -> None:
 
 def check_fact_args(a) -> Path:
     """The report's path, after the checks both benchmarks make (ValueError, one line)."""
-    if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0:
-        raise ValueError("--rounds and --heldout must be >= 1 and --max-cpu-minutes > 0")
+    if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0 or a.skip < 0:
+        raise ValueError("--rounds and --heldout must be >= 1, --max-cpu-minutes > 0 and --skip >= 0")
     if a.json is not None and a.from_json is None:
         check_new_file(a.json, a.force)
     return report_path(a)
@@ -232,7 +238,7 @@ def main(argv=None) -> int:
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
             chat = (client, client.models.list().data[0].id)
-            target, wrong, others, before = choose(chat, a.lang, a.heldout, a.facts == "split")
+            target, wrong, others, before = choose(chat, a.lang, a.heldout, a.facts == "split", a.skip)
             correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
             rows = rounds(chat, url, proc, target, correction, a)
             after = {f.text: ask(chat, f.text) for f in others}

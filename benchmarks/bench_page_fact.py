@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         try:
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
             chat = (client, client.models.list().data[0].id)
-            target, wrong, others, before = fact_bench.choose(chat, a.lang, a.heldout, split=True)
+            target, wrong, others, before = fact_bench.choose(chat, a.lang, a.heldout, True, a.skip)
             correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
             t0 = time.time()
             rows, problems = in_the_page(url, proc, target, correction, a)
