@@ -157,7 +157,8 @@ def page(res: dict) -> str:
                       for g in {r["gate"]["version"]: r["gate"] for r in rows if r.get("gate")}.values()) + "."]
     if res.get("anchor"):
         lines += ["- The anchor (the dev capital questions, the initial model's greedy answers to them): KL(initial || "
-                  "policy) per answer token after each update's optimizer step -> after its anchor step, nats: " + "; ".join(
+                  "policy) per answer token after each update's optimizer step -> after its anchor step, nats: "
+                  + "; ".join(
                       f"round {r['round']}: {r['anchor_kl'][0]:.4f} -> {r['anchor_kl'][1]:.4f}" for r in rows
                       if r.get("anchor_kl") and None not in r["anchor_kl"]) + "."]
     lines += ["", limits_section(LIMITS)]
@@ -175,6 +176,7 @@ def add_fact_args(ap: argparse.ArgumentParser, heldout: int) -> None:
     ap.add_argument("--anchor", action="store_true",
                     help="claw serve --anchor with the dev capital questions as its prompts (use with --facts split)")
     ap.add_argument("--anchor-coef", type=float, default=None, help="claw serve --anchor-coef (default: the server's)")
+    ap.add_argument("--anchor-steps", type=int, default=None, help="claw serve --anchor-steps (default: the server's)")
     ap.add_argument("--skip", type=int, default=0,
                     help="pass over the first SKIP facts the model answers wrong (default 0: the first is corrected)")
     ap.add_argument("--threads", type=int, default=2)
@@ -204,7 +206,8 @@ def serve_flags(a, tmp: Path) -> tuple:
         if on:  # the dev questions (the initial model's answers to them are the anchor's)
             files += [flag, gate_file(tmp / name, a.lang)]
             named += [flag, "DEV_FACTS"]
-    coef = ["--anchor-coef", a.anchor_coef] if a.anchor and a.anchor_coef is not None else []
+    coef = [x for flag, v in (("--anchor-coef", a.anchor_coef), ("--anchor-steps", a.anchor_steps))
+            if a.anchor and v is not None for x in (flag, v)]
     return ["--model", a.model] + flags + files + coef, " ".join(map(str, flags + named + coef))
 
 

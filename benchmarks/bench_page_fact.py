@@ -34,7 +34,7 @@ from claw_lib.serve.process import cpu_seconds, start_claw_serve, wait_idle  # n
 from claw_lib.text.phrases import CORRECTION_LEADS, with_lead  # noqa: E402
 from claw_lib.utils import limits_section, publish_report, script_main  # noqa: E402
 
-import bench_live_fact as fact_bench  # noqa: E402  (the fact, the held-out questions and the dev file, as it picks them)
+import bench_live_fact as fact_bench  # noqa: E402  (the fact, the held-out questions, the dev file: as it picks them)
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -129,16 +129,17 @@ def render(res: dict) -> str:
     right = next((r for r in rows if r["right"]), None)
     cell = lambda t: t.replace("|", "/").replace("\n", " ")[:140]  # noqa: E731
     lines = ["# A real model corrected on one fact in the chat page", "",
-             f"Model `{Path(res['model']).name}`, `claw serve` with {res['serve_flags']}; the page driven in a headless "
-             "Chromium. Written by `benchmarks/bench_page_fact.py`; see its docstring.", "",
+             f"Model `{Path(res['model']).name}`, `claw serve` with {res['serve_flags']}; the page driven in a "
+             "headless Chromium. Written by `benchmarks/bench_page_fact.py`; see its docstring.", "",
              f"The fact: **{res['question']}** (truth: {res['truth']}). The model's greedy answer before: "
              f"\"{res['wrong_answer']}\". The correction typed: \"{res['correction']}\".", "",
              "| round | the page's answer when asked | version live after | the banner | the page's next greedy answer "
              "| right | server CPU min |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['round']} | {cell(r['asked'])} | {r['version_after']} | {cell(r['banner'])} | "
               f"{cell(r['answer_after'])} | {r['right']} | {r['server_cpu_min']} |" for r in rows]
-    lines += ["", (f"- The page's greedy answer was right after round {right['round']}, at {right['server_cpu_min']:.1f} "
-                   "CPU min" if right else "- The page's greedy answer was never right") +
+    first = (f"- The page's greedy answer was right after round {right['round']}, at {right['server_cpu_min']:.1f} "
+             "CPU min") if right else "- The page's greedy answer was never right"
+    lines += ["", first +
               f" (the target: within {res['max_cpu_minutes']:g} CPU minutes).",
               fact_bench.heldout_line(res, "the eval split's capital questions, asked through the client"),
               f"- Adapters written: {', '.join(res['adapters']) or 'none'}.",

@@ -27,7 +27,7 @@ SERVE_FLAGS = {"--judge": "judge", "--judge-model": "judge_model", "--context": 
                "--max-tokens-limit": "max_tokens_limit", "--max-batch": "max_batch",
                "--serving-format": "serving_format", "--keep-versions": "keep_versions",
                "--publish-gate": "publish_gate", "--prefix-cache-tokens": "prefix_cache_tokens",
-               "--anchor": "anchor", "--anchor-coef": "anchor_coef"}
+               "--anchor": "anchor", "--anchor-coef": "anchor_coef", "--anchor-steps": "anchor_steps"}
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,8 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
              "train_delay_s": number(float, 0), "max_message_chars": number(int, 1, 1_000_000),
              "max_tokens_limit": number(int, 1, 100_000), "max_messages": number(int, 1, 100_000),
              "max_batch": number(int, 1, 1024), "keep_versions": number(int, 1, 1000),
-             "prefix_cache_tokens": number(int, 0, 10_000_000), "anchor_coef": number(float, 0)}
+             "prefix_cache_tokens": number(int, 0, 10_000_000), "anchor_coef": number(float, 0),
+             "anchor_steps": number(int, 1, 100)}
     for flag, name in SERVE_FLAGS.items():
         p.add_argument(flag, dest=name, default=getattr(d, name), type=kinds.get(name, str),
                        choices={"context": CONTEXTS, "serving_format": SERVING_FORMATS}.get(name),

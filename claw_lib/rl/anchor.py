@@ -12,13 +12,13 @@ that is KL(p_ref || p_theta) per token: 0 exactly when the policy is the initial
 its gradient pushes the policy's whole next-token distribution back there, not only the greedy token's
 probability.
 
-How it is applied (:func:`anchor_step`, after each optimizer step of :func:`claw_lib.rl.ppo.ppo_update`): a plain
-gradient step w -= lr * coef * grad anchor_kl, halved until the KL does not rise. Not added to the loss that Adam
-steps on: Adam normalises each parameter's gradient, and in an update's first steps (its moments still empty) every
-parameter the term touches moves by the full learning rate, so on the tiny GPT the term in the loss moved the
-anchor's answers more as its weight grew, not less (AdamW decouples weight decay from the adaptive step for the same
-reason). The initial model's log-probabilities are recomputed at each step, ``rows`` answers at a time (a stored
-copy would be (B, T, V) floats: 0.3 GB for ten 50-token answers of a 152k-token vocabulary).
+How it is applied (:func:`anchor_steps`, after each optimizer step of :func:`claw_lib.rl.ppo.ppo_update`):
+``steps`` plain gradient steps w -= lr * coef * grad anchor_kl, each halved until the KL does not rise. Not added to
+the loss that Adam steps on: Adam normalises each parameter's gradient, and in an update's first steps (its moments
+still empty) every parameter the term touches moves by the full learning rate, so on the tiny GPT the term in the
+loss moved the anchor's answers more as its weight grew, not less (AdamW decouples weight decay from the adaptive
+step for the same reason). The initial model's log-probabilities are recomputed at each step, ``rows`` answers at a
+time (a stored copy would be (B, T, V) floats: 0.3 GB for ten 50-token answers of a 152k-token vocabulary).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import torch
 
 from ..models.lm import Batch, pack, response_logits
 
-__all__ = ["AnchorSet", "build_anchor", "anchor_kl", "anchor_step"]
+__all__ = ["AnchorSet", "build_anchor", "anchor_kl", "anchor_step", "anchor_steps"]
 
 
 @dataclass
@@ -46,6 +46,7 @@ class AnchorSet:
     reference: torch.nn.Module
     coef: float
     rows: Optional[int] = None
+    steps: int = 1
 
     @property
     def tokens(self) -> int:
@@ -54,7 +55,7 @@ class AnchorSet:
 
 
 def build_anchor(reference, prompt_ids: Sequence[Sequence[int]], answer_ids: Sequence[Sequence[int]], pad_id: int,
-                 coef: float, rows: Optional[int] = None) -> AnchorSet:
+                 coef: float, rows: Optional[int] = None, steps: int = 1) -> AnchorSet:
     """The :class:`AnchorSet` of the prompts ``prompt_ids`` and ``reference``'s answers to them ``answer_ids``
     (token ids; an empty answer is dropped: it has no position to anchor). ValueError when no answer has a token,
     or for a negative coef."""
@@ -65,7 +66,9 @@ def build_anchor(reference, prompt_ids: Sequence[Sequence[int]], answer_ids: Seq
         raise ValueError("the anchor set has no answer with a token: nothing to anchor")
     dev = next(reference.parameters()).device
     batch = pack([p for p, _ in kept], [a for _, a in kept], pad_id).to(dev)
-    return AnchorSet(batch, reference, float(coef), rows)
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ValueError(f"the anchor's steps must be an integer >= 1, got {steps!r}")
+    return AnchorSet(batch, reference, float(coef), rows, steps)
 
 
 def _row_parts(n: int, rows: Optional[int]) -> List[torch.Tensor]:
@@ -118,3 +121,12 @@ def anchor_step(policy, params, anchor: AnchorSet, lr: float, halvings: int = 6)
         for q, _, w in moves:
             q.copy_(w)
     return before, before
+
+
+def anchor_steps(policy, params, anchor: AnchorSet, lr: float):
+    """``anchor.steps`` of :func:`anchor_step` one after the other (each searched on its own); (the KL before the
+    first, the KL after the last)."""
+    before, after = anchor_step(policy, params, anchor, lr)
+    for _ in range(anchor.steps - 1):
+        after = anchor_step(policy, params, anchor, lr)[1]
+    return before, after

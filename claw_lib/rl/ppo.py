@@ -598,13 +598,13 @@ def _accumulated_step(policy, optimizer, params, ro: Rollout, sig: Signals, adv:
 
 
 def _anchor_step(policy, optimizer, params, anchor, stats: Dict[str, list]) -> None:
-    """After the optimizer's step, the anchor's own step (:func:`claw_lib.rl.anchor.anchor_step`, at the optimizer's
-    learning rate), its KL before and after logged; nothing without an anchor (None, or coef 0)."""
+    """After the optimizer's step, the anchor's own steps (:func:`claw_lib.rl.anchor.anchor_steps`, at the
+    optimizer's learning rate), its KL before and after logged; nothing without an anchor (None, or coef 0)."""
     if anchor is None or anchor.coef <= 0:
         return
-    from .anchor import anchor_step  # lazy: most runs have no anchor
+    from .anchor import anchor_steps  # lazy: most runs have no anchor
 
-    before, after = anchor_step(policy, params, anchor, optimizer.param_groups[0]["lr"])
+    before, after = anchor_steps(policy, params, anchor, optimizer.param_groups[0]["lr"])
     optimizer.zero_grad(set_to_none=True)
     stats["anchor_kl"].append(before)
     stats["anchor_kl_after"].append(after)
@@ -617,8 +617,9 @@ def ppo_update(policy, optimizer, ro: Rollout, sig: Signals, adv: Advantages, cf
     divergence to ``teacher`` on ``sig.teacher_batch``, or a top-k loss), plus the KL and value terms, each
     reduced as ``cfg.loss`` resolves for the strategy (clip range and token or sample mean:
     :meth:`~claw_lib.config.LossConfig.for_strategy`); returns the ``policy/*``, ``objective/kl`` and ``value/*``
-    metrics (token means). ``anchor``: an :class:`~claw_lib.rl.anchor.AnchorSet` whose own step follows each
-    optimizer step (``anchor/kl`` and ``anchor/kl_after`` logged), or None. Nothing is trained when the mask is empty."""
+    metrics (token means). ``anchor``: an :class:`~claw_lib.rl.anchor.AnchorSet` whose own steps follow each
+    optimizer step (``anchor/kl`` and ``anchor/kl_after`` logged), or None. Nothing is trained when the mask is
+    empty."""
     p = plan(cfg)
     M = adv.mask
     params = list(policy.parameters()) + (list(value_head.parameters()) if value_head is not None else [])

@@ -22,16 +22,18 @@ def load_anchor(path) -> list:
     return load_probes(path, "anchor", expected=False)
 
 
-def serve_anchor(engine, path: str, coef: float, max_tokens: int, rows: Optional[int]) -> Optional[AnchorSet]:
+def serve_anchor(engine, path: str, coef: float, max_tokens: int, rows: Optional[int],
+                 steps: int = 1) -> Optional[AnchorSet]:
     """The :class:`~claw_lib.rl.anchor.AnchorSet` of the file ``path`` for ``engine`` (None without a file): the
     answers are ``engine.reference``'s (the initial model) greedy ones, at most ``max_tokens`` tokens each, decoded
-    as a served request's; ``rows``: answers scored at a time in the update (the run's micro-batch)."""
+    as a served request's; ``rows``: answers scored at a time in the update (the run's micro-batch); ``steps``: anchor
+    steps after each optimizer step."""
     if not path:
         return None
     probes = load_anchor(path)
     seqs = greedy_answers(engine, engine.reference, probes, max_tokens)
     return build_anchor(engine.reference, [s.prompt_ids for s in seqs], [s.ids for s in seqs],
-                        engine.tokenizer.pad_token_id, coef, rows)
+                        engine.tokenizer.pad_token_id, coef, rows, steps)
 
 
 def anchor_status(anchor: Optional[AnchorSet], path: str, metrics: list) -> Optional[dict]:
@@ -41,4 +43,4 @@ def anchor_status(anchor: Optional[AnchorSet], path: str, metrics: list) -> Opti
         return None
     last = next((m["anchor/kl"] for m in reversed(metrics) if "anchor/kl" in m), None)
     return {"file": path, "prompts": len(anchor.batch.input_ids), "tokens": anchor.tokens, "coef": anchor.coef,
-            "last_kl": last}
+            "steps": anchor.steps, "last_kl": last}

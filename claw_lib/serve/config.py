@@ -88,6 +88,8 @@ class ServeConfig:
     anchor_coef: float = 100.0
     """the anchor step's size in learning rates (w -= lr * anchor_coef * grad KL, then halved as needed; 0: no
     step; read only with an anchor file)"""
+    anchor_steps: int = 1
+    """anchor steps after each optimizer step, each searched on its own (read only with an anchor file)"""
 
 
 def check_serve_config(cfg: ServeConfig) -> ServeConfig:
@@ -111,7 +113,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
             raise ValueError(f"{name} must be a finite number >= {lo:g}, got {v!r}")
     for name, lo, hi in (("max_message_chars", 1, 1_000_000), ("max_tokens_limit", 1, 100_000),
                          ("max_messages", 1, 100_000), ("max_batch", 1, 1024), ("keep_versions", 1, 1000),
-                         ("prefix_cache_tokens", 0, 10_000_000)):
+                         ("prefix_cache_tokens", 0, 10_000_000), ("anchor_steps", 1, 100)):
         v = getattr(cfg, name)
         if not (isinstance(v, int) and lo <= v <= hi):
             raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {v!r}")

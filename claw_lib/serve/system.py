@@ -94,7 +94,8 @@ class LiveSystem:
         self.versions = self.engine.versions = Versions(self.engine, self.folder.path if self.folder else None,
                                                         cfg.keep_versions, self.ppo, cfg.publish_gate)
         self.versions.start(self.engine.version)
-        self.anchor = serve_anchor(self.engine, c.anchor, c.anchor_coef, self.ppo.max_new_tokens, self.ppo.micro_batch)
+        self.anchor = serve_anchor(self.engine, c.anchor, c.anchor_coef, self.ppo.max_new_tokens, self.ppo.micro_batch,
+                                   c.anchor_steps)
 
     def _claim(self, out, force: bool):
         if out is None:

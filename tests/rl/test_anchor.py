@@ -99,3 +99,17 @@ def test_the_anchor_step_never_raises_the_kl_and_takes_no_step_it_cannot_search(
     w = [p.detach().clone() for p in params]
     before, after = anchor_step(pol, params, a, 1e6, halvings=0)  # far too large, and no halving allowed
     assert after == before and all(torch.equal(p, q) for p, q in zip(params, w))
+
+
+def test_more_anchor_steps_bring_the_policy_nearer():
+    from claw_lib.rl.anchor import anchor_steps
+
+    kls = {}
+    for steps in (1, 4):
+        ref, pol, tok = _models(seed=3)
+        a = build_anchor(ref, PROMPTS, ANSWERS, tok.pad_token_id, coef=100.0, steps=steps)
+        kls[steps] = anchor_steps(pol, list(pol.parameters()), a, 1e-3)
+    assert kls[1][0] == pytest.approx(kls[4][0])  # the same start
+    assert kls[4][1] < kls[1][1] < kls[1][0], kls
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
+        build_anchor(ref, PROMPTS, ANSWERS, tok.pad_token_id, coef=1.0, steps=0)
