@@ -50,6 +50,12 @@ LIMITS = [
     "question, word for word; paraphrases and the other language were not asked.",
     "A quiet machine: CPU minutes are the server's own, on 2 shared cores, model loading included.",
 ]
+TABLE_LIMITS = [LIMITS[0],
+                "More than one run per setting: each row is one run (one seed) on one fact; two rows of the same fact "
+                "compare one run with one run.",
+                "Tuned settings: the anchor's weight and steps were varied on the anchor's own KL (the dev questions); "
+                "every held-out result of every run is in the table, whatever it showed.",
+                LIMITS[3] + " The anchor's steps are part of the server's CPU minutes."]
 
 
 def ask(chat, question: str, session: str | None = None, done: bool = False, history=()) -> str:
@@ -116,6 +122,30 @@ def rounds(chat, url: str, proc, target, correction: str, a) -> list:
         if rows[-1]["right"] or rows[-1]["server_cpu_min"] >= a.max_cpu_minutes:
             break
     return rows
+
+
+def table(runs: list) -> str:
+    """A Markdown table of several runs (``runs``: (their JSON's path, its content)): per run the fact, the server's
+    flags, the round whose answer was first right and its CPU minutes, the held-out answers unchanged and right
+    before and after, and the anchor's KL after the last update (before -> after its anchor steps)."""
+    facts = {f.text: f for f in real_facts()}
+    lines = ["# A real model corrected on one fact: the runs side by side", "",
+             "Each row one run of `benchmarks/bench_live_fact.py` (its JSON named in the first column); greedy answers; "
+             "held-out: the eval split's capital questions, never trained on or anchored.", "",
+             "| run | fact | claw serve flags | rounds | first right (round, server CPU min) | held-out unchanged | "
+             "held-out right before -> after | anchor KL, last update (nats) |", "|---|---|---|---|---|---|---|---|"]
+    for path, res in runs:
+        rows, before, after = res["rounds"], res["heldout_before"], res["heldout_after"]
+        right = next((r for r in rows if r["right"]), None)
+        same = sum(before[q] == after[q] for q in before)
+        ok = [sum(bool(facts[q].check(d[q])) for q in before) for d in (before, after)]
+        kl = rows[-1].get("anchor_kl") or [None, None]
+        lines.append(f"| {path.stem} | {res['question']} | {res['serve_flags']} | {len(rows)} | "
+                     + (f"{right['round']}, {right['server_cpu_min']}" if right else
+                        f"never (at {rows[-1]['server_cpu_min']})")
+                     + f" | {same} of {len(before)} | {ok[0]} -> {ok[1]} | "
+                     + ("-" if None in kl else f"{kl[0]:.4f} -> {kl[1]:.4f}") + " |")
+    return "\n".join(lines + ["", limits_section(TABLE_LIMITS)]) + "\n"
 
 
 def heldout_line(res: dict, where: str) -> str:
@@ -228,8 +258,13 @@ def main(argv=None) -> int:
                          "training fact that is not a dev fact, held out the eval split's facts")
     ap.add_argument("--gate", action="store_true",
                     help="claw serve --publish-gate with the dev capital facts as probes (use with --facts split)")
+    ap.add_argument("--table", type=Path, nargs="+", default=None,
+                    help="write one table of several runs' JSON (one row each), running nothing")
     a = ap.parse_args(argv)
     out = check_fact_args(a)
+    if a.table:
+        publish_report(table([(p, json.loads(p.read_text(encoding="utf-8"))) for p in a.table]), out, a.force)
+        return 0
     if a.from_json is not None:
         publish_report(page(json.loads(a.from_json.read_text(encoding="utf-8"))), out, a.force)
         return 0

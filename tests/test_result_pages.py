@@ -42,6 +42,7 @@ GENERATED = {
     "results/serve/live_fact_qwen05_anchor.md": ("benchmarks", "bench_live_fact", "LIMITS"),
     "results/serve/live_fact_qwen05_noanchor.md": ("benchmarks", "bench_live_fact", "LIMITS"),
     "results/serve/page_fact_qwen05.md": ("benchmarks", "bench_page_fact", "LIMITS"),
+    "results/serve/live_fact_qwen05_anchor_runs.md": ("benchmarks", "bench_live_fact", "TABLE_LIMITS"),
     "results/serve/batch_flips_qwen05.md": ("benchmarks", "bench_batch_flips", "LIMITS"),
 }
 
