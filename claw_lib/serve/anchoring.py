@@ -31,7 +31,7 @@ def serve_anchor(engine, path: str, coef: float, max_tokens: int, rows: Optional
     if not path:
         return None
     probes = load_anchor(path)
-    seqs = greedy_answers(engine, engine.reference, probes, max_tokens)
+    seqs = greedy_answers(engine, engine.reference, probes, max_tokens, "anchor")
     return build_anchor(engine.reference, [s.prompt_ids for s in seqs], [s.ids for s in seqs],
                         engine.tokenizer.pad_token_id, coef, rows, steps)
 

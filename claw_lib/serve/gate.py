@@ -19,7 +19,7 @@ from .batcher import Batcher
 from .sampling import SamplingParams
 from .sequence import Sequence, TokenTexts
 
-__all__ = ["load_gate", "load_probes", "gate_score", "greedy_answers", "contains"]
+__all__ = ["load_gate", "load_probes", "gate_score", "greedy_answers", "probe_ids", "contains"]
 
 
 def load_gate(path) -> List[dict]:
@@ -73,17 +73,29 @@ def gate_score(engine, model, probes: List[dict], max_tokens: int) -> float:
     return sum(contains(s.text, p["expected"]) for s, p in zip(seqs, probes)) / len(probes)
 
 
+def probe_ids(engine, probes: List[dict], max_tokens: int, setting: str) -> List[List[int]]:
+    """The prompt ids of ``probes`` as a served request's; ValueError (one line naming ``setting`` and the probe) for
+    one whose prompt and ``max_tokens`` answer do not fit the model's positions."""
+    ids = [encode(engine.tokenizer, engine.task(p["messages"]).prompt) for p in probes]
+    for k, x in enumerate(ids, 1):
+        if engine.positions is not None and len(x) + max_tokens > engine.positions:
+            raise ValueError(f"{setting}: probe {k} is {len(x)} tokens and answers take up to {max_tokens}; the model "
+                             f"reads at most {engine.positions} positions (shorten it)")
+    return ids
+
+
 @torch.no_grad()
-def greedy_answers(engine, model, probes: List[dict], max_tokens: int) -> List[Sequence]:
+def greedy_answers(engine, model, probes: List[dict], max_tokens: int, setting: str = "publish_gate") -> List[Sequence]:
     """``model``'s greedy answers to ``probes`` (their ``messages``, built as a served request's prompt) as finished
     :class:`~claw_lib.serve.sequence.Sequence` objects (``prompt_ids``, ``ids``, ``text``), decoded together
-    (:class:`~claw_lib.serve.batcher.Batcher`: the same decoding as a served request)."""
+    (:class:`~claw_lib.serve.batcher.Batcher`: the same decoding as a served request); ValueError for a probe that
+    does not fit (:func:`probe_ids`)."""
     params = SamplingParams(temperature=0.0, max_tokens=max_tokens)
+    ids = probe_ids(engine, probes, max_tokens, setting)
     was = model.training
     model.eval()
     try:
-        seqs = [Sequence(encode(engine.tokenizer, engine.task(p["messages"]).prompt), params, engine.stops,
-                         engine._decode, TokenTexts(engine.tokenizer), None) for p in probes]
+        seqs = [Sequence(x, params, engine.stops, engine._decode, TokenTexts(engine.tokenizer), None) for x in ids]
         Batcher(model, max_batch=len(seqs), lp_temperature=1.0, idle_s=0.05).submit(seqs)
     finally:
         model.train(was)

@@ -34,7 +34,7 @@ from .. import __version__
 from ..models.peft_lora import peft_model_of, save_adapter
 from .batcher import Batcher
 from .engine import _frozen
-from .gate import gate_score, load_gate
+from .gate import gate_score, load_gate, probe_ids
 from .serving_copy import serving_copy
 
 __all__ = ["Versions", "Archive", "version_name", "version_of", "delta_norms", "param_delta_norm", "adapter_state", "UnknownVersionError",
@@ -131,6 +131,8 @@ class Versions:
         self.lock = threading.Lock()
         self._archive: Optional[Archive] = None
         self.gate_file, self.gate = gate, (load_gate(gate) if gate else None)
+        if self.gate:  # a probe too long for the model is refused at the start, not at the first update
+            probe_ids(engine, self.gate, cfg.max_new_tokens, "publish_gate")
         self.gate_scores: Dict[int, float] = {}  # version -> its probe score
         self.gate_last: Optional[dict] = None
 

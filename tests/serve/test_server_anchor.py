@@ -69,3 +69,11 @@ def test_bad_anchor_settings_are_refused_in_one_line(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "--anchor" in r.stderr and "cannot be read" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    long = tmp_path / "long.jsonl"  # a prompt longer than the tiny GPT reads: refused at the start, in one line
+    long.write_text(json.dumps({"prompt": "法国" * 2000}, ensure_ascii=False) + "\n", encoding="utf-8")
+    for flag in ("--anchor", "--publish-gate"):
+        if flag == "--publish-gate":
+            long.write_text(json.dumps({"prompt": "法国" * 2000, "expected": "x"}, ensure_ascii=False) + "\n")
+        r = subprocess.run(CLAW + ["serve", "--port", "0", flag, str(long)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "probe 1 is" in r.stderr and "positions" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
