@@ -38,8 +38,9 @@ class AnchorSet:
 
     batch:     :class:`~claw_lib.models.lm.Batch` of prompt + answer ids (B rows, T answer positions)
     reference: the initial model (frozen; the answers are its greedy ones)
-    coef:     the weight of the term in the loss (>= 0; 0: the set is not read)
-    rows:     rows scored at a time (None: all at once): the term's memory is a part's (rows, T, V) logits
+    coef:      the anchor step's size in learning rates (>= 0; 0: no step, the set is not read)
+    rows:      rows scored at a time (None: all at once): the term's memory is a part's (rows, T, V) logits
+    steps:     anchor steps after each optimizer step (:func:`anchor_steps`)
     """
 
     batch: Batch
@@ -61,13 +62,13 @@ def build_anchor(reference, prompt_ids: Sequence[Sequence[int]], answer_ids: Seq
     or for a negative coef."""
     if not (coef >= 0):
         raise ValueError(f"the anchor's coefficient must be >= 0, got {coef!r}")
+    if not (isinstance(steps, int) and steps >= 1):
+        raise ValueError(f"the anchor's steps must be an integer >= 1, got {steps!r}")
     kept = [(p, a) for p, a in zip(prompt_ids, answer_ids) if len(a)]
     if not kept:
         raise ValueError("the anchor set has no answer with a token: nothing to anchor")
     dev = next(reference.parameters()).device
     batch = pack([p for p, _ in kept], [a for _, a in kept], pad_id).to(dev)
-    if not (isinstance(steps, int) and steps >= 1):
-        raise ValueError(f"the anchor's steps must be an integer >= 1, got {steps!r}")
     return AnchorSet(batch, reference, float(coef), rows, steps)
 
 
@@ -124,9 +125,15 @@ def anchor_step(policy, params, anchor: AnchorSet, lr: float, halvings: int = 6)
 
 
 def anchor_steps(policy, params, anchor: AnchorSet, lr: float):
-    """``anchor.steps`` of :func:`anchor_step` one after the other (each searched on its own); (the KL before the
-    first, the KL after the last)."""
-    before, after = anchor_step(policy, params, anchor, lr)
-    for _ in range(anchor.steps - 1):
-        after = anchor_step(policy, params, anchor, lr)[1]
+    """``anchor.steps`` of :func:`anchor_step` one after the other (each searched on its own), with ``policy`` in
+    eval mode (no dropout: the search compares the same function before and after; the mode is restored); (the KL
+    before the first, the KL after the last)."""
+    was = policy.training
+    policy.eval()
+    try:
+        before, after = anchor_step(policy, params, anchor, lr)
+        for _ in range(anchor.steps - 1):
+            after = anchor_step(policy, params, anchor, lr)[1]
+    finally:
+        policy.train(was)
     return before, after

@@ -108,7 +108,9 @@ def test_more_anchor_steps_bring_the_policy_nearer():
     for steps in (1, 4):
         ref, pol, tok = _models(seed=3)
         a = build_anchor(ref, PROMPTS, ANSWERS, tok.pad_token_id, coef=100.0, steps=steps)
+        pol.train()
         kls[steps] = anchor_steps(pol, list(pol.parameters()), a, 1e-3)
+        assert pol.training  # searched in eval mode, the mode given back
     assert kls[1][0] == pytest.approx(kls[4][0])  # the same start
     assert kls[4][1] < kls[1][1] < kls[1][0], kls
     with pytest.raises(ValueError, match="steps must be an integer >= 1"):
