@@ -124,7 +124,7 @@ def check_serve_config(cfg: ServeConfig) -> ServeConfig:
 
         load_gate(cfg.publish_gate)
     if cfg.anchor:
-        from .anchoring import load_anchor  # lazy, as the gate's
+        from .anchoring import load_anchor  # lazy: serve.config stays torch-free, as for the gate
 
         load_anchor(cfg.anchor)
     plan(cfg.ppo, "serve")  # what the server cannot supply (rl.strategies.DRIVERS): no user's score, reference, top-k
