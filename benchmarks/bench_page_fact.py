@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -30,15 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from claw_lib.serve.page_driver import CHROMIUM_ARGS, answer_text, chromium_path, say, shown_version  # noqa: E402
 from claw_lib.serve.process import cpu_seconds, start_claw_serve, wait_idle  # noqa: E402
 from claw_lib.text.phrases import CORRECTION_LEADS, with_lead  # noqa: E402
 from claw_lib.utils import limits_section, publish_report, script_main  # noqa: E402
 
 import bench_live_fact as fact_bench  # noqa: E402  (the fact, the held-out questions, the dev file: as it picks them)
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ANSWERS = "[data-testid=assistant-message]"
+ANSWER_S = 900.0  # longest wait for one answer to show in the page
 LIMITS = [
     "A person: the person here is a script typing into the page in a headless Chromium and reading what it shows; "
     "what a person would make of the page (the token colours, the banner) is not measured.",
@@ -50,43 +48,21 @@ LIMITS = [
 ]
 
 
-def say(page, text: str, end: bool = False, timeout_s: float = 900.0):
-    """Type ``text`` into the page and send it (``end``: **end session**); the new answer's locator once shown."""
-    n = page.locator(ANSWERS).count()
-    page.fill("#prompt", text)
-    page.click("#end-session" if end else "#send")
-    page.wait_for_function(f"document.querySelectorAll('{ANSWERS}').length > {n}", timeout=timeout_s * 1000)
-    return page.locator(ANSWERS).nth(n)
-
-
-def answer_text(msg) -> str:
-    """The answer a message shows, without the end-of-text chip (a label of the page, not text of the model)."""
-    return msg.locator("[data-testid=answer]").evaluate(
-        "n => { const c = n.cloneNode(true); c.querySelectorAll('.tok.special').forEach(x => x.remove());"
-        " return c.textContent; }").strip()
-
-
-def shown_version(page) -> int:
-    """The policy version the page's status panel shows (-1 before it has one)."""
-    text = page.inner_text("#st-policy-version").strip()
-    return int(text) if text.isdigit() else -1
-
-
 def page_rounds(page, url: str, proc, target, correction: str, a) -> list:
     """The rounds in the page (module docstring); one row per round, with what the page showed."""
     rows, answer = [], None
     for k in range(a.rounds):
-        msg = say(page, target.text)
+        msg = say(page, target.text, timeout_s=ANSWER_S)
         asked = answer_text(msg)
         v = shown_version(page)
-        say(page, correction, end=True)
+        say(page, correction, end=True, timeout_s=ANSWER_S)
         wait_idle(url, a.wait_s, poll_s=2.0)
         page.wait_for_function(f"Number(document.getElementById('st-policy-version').textContent) > {v}",
                                timeout=60_000)
         live = shown_version(page)
         banner = page.locator(f"[data-testid=version-live][data-version='{live}']")
         banner.wait_for(state="visible", timeout=60_000)
-        answer = say(page, target.text)
+        answer = say(page, target.text, timeout_s=ANSWER_S)
         after = answer_text(answer)
         rows.append({"round": k + 1, "asked": asked, "version_before": v, "version_after": live,
                      "banner": banner.inner_text().strip(), "answer_after": after,
@@ -104,11 +80,11 @@ def in_the_page(url: str, proc, target, correction: str, a) -> tuple:
     """(the rounds, the page's errors): the page opened in Chromium, greedy checked, the rounds driven."""
     from playwright.sync_api import sync_playwright
 
-    chromium = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
+    chromium = chromium_path()
     if chromium is None:
         raise RuntimeError("no chromium: install Debian's chromium (apt-get install chromium) to drive the page")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             problems = []

@@ -2,12 +2,11 @@
 
 Shared by tests/apps/test_browser.py (the explorer in JupyterLab) and tests/serve/test_page.py (the chat page).
 """
-import shutil
-
 import pytest
 
-CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
-                             shutil.which("google-chrome")) if p), None)
+from claw_lib.serve.page_driver import chromium_path
+
+CHROMIUM = chromium_path()
 
 try:
     from playwright.sync_api import sync_playwright

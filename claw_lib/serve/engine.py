@@ -123,7 +123,8 @@ class Engine:
         self.teacher = _frozen(trainer, self.shared) if plan(cfg.ppo).strategy.hint else None
         self.trainer, self.tokenizer = trainer, tok
         # the initial model the anchor's answers and KL are read from (claw_lib.serve.anchoring); the teacher if any
-        self.reference = (self.teacher or _frozen(trainer, self.shared)) if cfg.anchor else None
+        self.reference = None if not cfg.anchor else \
+            self.teacher if self.teacher is not None else _frozen(trainer, self.shared)
         self.serving = _frozen(trainer, self.shared)
         self.serving_format = cfg.serving_format
         self.batcher = Batcher(serving_copy(self.serving, cfg.serving_format, self.shared), max_batch=cfg.max_batch,

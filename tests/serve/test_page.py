@@ -17,18 +17,16 @@ import time
 
 import pytest
 
+from claw_lib.serve.page_driver import CHROMIUM_ARGS, say, shown_version
 from tests.browser import CHROMIUM, NEEDS_BROWSER, sync_playwright
 
 pytestmark = NEEDS_BROWSER
 
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 QUESTION = "土耳其的首都是哪里？"
 CORRECTION = "不对，土耳其的首都是安卡拉。"
 THANKS = "对，谢谢！"
 RIGHT = "安卡拉"
 PROMISE_S = 60.0  # "see its next answer to that question change within a minute"
-ANSWERS = "[data-testid=assistant-message]"
 
 
 @pytest.fixture
@@ -41,23 +39,9 @@ def server():
         yield srv
 
 
-def _say(page, text: str, end: bool = False):
-    """Type ``text`` and send it (``end``: with X-Session-Done); the new answer's locator once it is shown."""
-    n = page.locator(ANSWERS).count()
-    page.fill("#prompt", text)
-    page.click("#end-session" if end else "#send")
-    page.wait_for_function(f"document.querySelectorAll('{ANSWERS}').length > {n}", timeout=60_000)
-    return page.locator(ANSWERS).nth(n)
-
-
-def _version(page) -> int:
-    text = page.inner_text("#st-policy-version").strip()
-    return int(text) if text.isdigit() else -1
-
-
 def test_one_fact_demo_in_a_real_browser(server, tmp_path):
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             problems, foreign = [], []
@@ -75,9 +59,9 @@ def test_one_fact_demo_in_a_real_browser(server, tmp_path):
             t0 = time.time()
             wrong, checked, took, rounds = [], 0, None, []
             while time.time() - t0 < PROMISE_S:
-                greedy = _version(page) > checked
+                greedy = shown_version(page) > checked
                 page.set_checked("#greedy", greedy)
-                msg = _say(page, QUESTION)
+                msg = say(page, QUESTION)
                 text = msg.locator("[data-testid=answer]").inner_text()
                 v = int(msg.get_attribute("data-policy-version"))
                 rounds.append(f"{time.time() - t0:5.1f} s v{v} {'greedy ' if greedy else 'sampled'} {text}")
@@ -89,7 +73,7 @@ def test_one_fact_demo_in_a_real_browser(server, tmp_path):
                 if RIGHT not in text:
                     wrong.append(msg)
                 sid = msg.get_attribute("data-session-id")
-                _say(page, THANKS if RIGHT in text else CORRECTION, end=True)
+                say(page, THANKS if RIGHT in text else CORRECTION, end=True)
                 assert page.inner_text("#session-id").strip() != sid  # ending it started a new session
             sid = page.inner_text("#session-id").strip()
             page.click("#new-session")  # the check question's session stays open; a new one starts on the button
@@ -120,7 +104,7 @@ def test_one_fact_demo_in_a_real_browser(server, tmp_path):
             assert f"v{trained_into}" in first.locator("[data-testid=turn-trained-version]").inner_text()
 
             # the status panel: the version went up, samples were trained, training runs
-            assert _version(page) >= 1
+            assert shown_version(page) >= 1
             page.wait_for_function("Number(document.getElementById('st-trained').textContent) >= 2", timeout=10_000)
             page.wait_for_selector("#metrics tr[data-metric=version]", timeout=10_000)
             assert page.get_attribute("#st-training", "data-state") == "running"

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.browser import CHROMIUM, NEEDS_BROWSER, sync_playwright
-from tests.serve.test_page import ARGS, ANSWERS, CORRECTION, QUESTION, _say
+from claw_lib.serve.page_driver import ANSWERS, CHROMIUM_ARGS, say
+from tests.serve.test_page import CORRECTION, QUESTION
 
 pytestmark = NEEDS_BROWSER
 
@@ -41,7 +42,7 @@ def _end_chip(page, msg):
 
 def test_version_banner_reload_end_chip_greedy_and_headerless_count(server):
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             problems = []
@@ -52,7 +53,7 @@ def test_version_banner_reload_end_chip_greedy_and_headerless_count(server):
 
             # greedy by default: the demo's check question gives the most likely answer
             assert page.is_checked("#greedy")
-            first = _say(page, QUESTION)
+            first = say(page, QUESTION)
             assert first.get_attribute("data-greedy") == "true"
 
             # the end-of-text token: a chip labelled "end", explained by the legend and by the tooltip
@@ -68,8 +69,8 @@ def test_version_banner_reload_end_chip_greedy_and_headerless_count(server):
 
             # a version goes live: a banner in the conversation, with the server's numbers
             assert page.locator("[data-testid=version-live]").count() == 0
-            _say(page, CORRECTION)
-            _say(page, CORRECTION, end=True)  # two corrected answers: one batch of 2
+            say(page, CORRECTION)
+            say(page, CORRECTION, end=True)  # two corrected answers: one batch of 2
             banner = page.locator("[data-testid=version-live][data-version='1']")
             banner.wait_for(state="visible", timeout=60_000)
             trained = httpx.get(server.url + "/v1/claw/events").json()["events"]
@@ -79,7 +80,7 @@ def test_version_banner_reload_end_chip_greedy_and_headerless_count(server):
             assert event["samples"] == 2 and f"{event['end'] - event['start']:.2f} s" in text
 
             # the conversation survives a reload and goes on in the same session
-            again = _say(page, QUESTION)
+            again = say(page, QUESTION)
             sid = page.inner_text("#session-id").strip()
             assert again.get_attribute("data-session-id") == sid and again.get_attribute("data-turn") == "0"
             users, answers = _texts(page, "[data-testid=user-message]"), _texts(page, ANSWERS + " .answer")
@@ -98,7 +99,7 @@ def test_version_banner_reload_end_chip_greedy_and_headerless_count(server):
             assert restored.get_attribute("data-trained-version") == "1"
             assert page.locator("[data-testid=session-ended]").count() == 1
             assert page.locator("[data-testid=version-live]").count() == 0  # history: no banner again
-            follow = _say(page, CORRECTION)
+            follow = say(page, CORRECTION)
             assert follow.get_attribute("data-session-id") == sid and follow.get_attribute("data-turn") == "1"
             view = httpx.get(f"{server.url}/v1/claw/sessions/{sid}").json()
             assert view["turns"][0]["next_state"] == CORRECTION
