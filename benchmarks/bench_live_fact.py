@@ -128,36 +128,40 @@ def table(runs: list) -> str:
     """A Markdown table of several runs (``runs``: (their JSON's path, its content)): per run the fact, the server's
     flags, the round whose answer was first right and its CPU minutes, the held-out answers unchanged and right
     before and after, and the anchor's KL after the last update (before -> after its anchor steps)."""
-    facts = {f.text: f for f in real_facts()}
     lines = ["# A real model corrected on one fact: the runs side by side", "",
              "Each row one run of `benchmarks/bench_live_fact.py` (its JSON named in the first column); greedy answers; "
              "held-out: the eval split's capital questions, never trained on or anchored.", "",
              "| run | fact | claw serve flags | rounds | first right (round, server CPU min) | held-out unchanged | "
              "held-out right before -> after | anchor KL, last update (nats) |", "|---|---|---|---|---|---|---|---|"]
     for path, res in runs:
-        rows, before, after = res["rounds"], res["heldout_before"], res["heldout_after"]
+        rows, before = res["rounds"], res["heldout_before"]
         right = next((r for r in rows if r["right"]), None)
-        same = sum(before[q] == after[q] for q in before)
-        ok = [sum(bool(facts[q].check(d[q])) for q in before) for d in (before, after)]
+        moved, right_before, right_after = heldout_counts(res)
         kl = rows[-1].get("anchor_kl") or [None, None]
         lines.append(f"| {path.stem} | {res['question']} | {res['serve_flags']} | {len(rows)} | "
                      + (f"{right['round']}, {right['server_cpu_min']}" if right else
                         f"never (at {rows[-1]['server_cpu_min']})")
-                     + f" | {same} of {len(before)} | {ok[0]} -> {ok[1]} | "
+                     + f" | {len(before) - len(moved)} of {len(before)} | {right_before} -> {right_after} | "
                      + ("-" if None in kl else f"{kl[0]:.4f} -> {kl[1]:.4f}") + " |")
     return "\n".join(lines + ["", limits_section(TABLE_LIMITS)]) + "\n"
+
+
+def heldout_counts(res: dict) -> tuple:
+    """(the held-out questions whose greedy answer moved, how many were right before, how many after) of a run."""
+    before, after = res["heldout_before"], res["heldout_after"]
+    facts = {f.text: f for f in real_facts()}
+    right = [sum(bool(facts[q].check(ans[q])) for q in before) for ans in (before, after)]
+    return [q for q in before if before[q] != after[q]], right[0], right[1]
 
 
 def heldout_line(res: dict, where: str) -> str:
     """The report's line on the held-out questions (``where`` they come from): how many greedy answers are unchanged
     word for word, how many right before and after, and each one that moved."""
     before, after = res["heldout_before"], res["heldout_after"]
-    facts = {f.text: f for f in real_facts()}
-    right = {w: sum(bool(facts[q].check(ans[q])) for q in before) for w, ans in (("before", before), ("after", after))}
-    moved = [f"{q} \"{before[q][:80]}\" -> \"{after[q][:80]}\"" for q in before if before[q] != after[q]]
+    moved, right_before, right_after = heldout_counts(res)
     return (f"- Held-out questions ({where}, {len(before)}): {len(before) - len(moved)} greedy answers unchanged word "
-            f"for word; right before {right['before']}, after {right['after']} (the target: all unchanged)."
-            + "".join(f"\n  - {m}" for m in moved))
+            f"for word; right before {right_before}, after {right_after} (the target: all unchanged)."
+            + "".join(f"\n  - {q} \"{before[q][:80]}\" -> \"{after[q][:80]}\"" for q in moved))
 
 
 def page(res: dict) -> str:
