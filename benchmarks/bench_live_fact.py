@@ -3,6 +3,7 @@
     python benchmarks/bench_live_fact.py --model /path/to/Qwen2.5-0.5B-Instruct [--lang en] [--lr 1e-4]
         [--max-cpu-minutes 10] [--rounds 8] [--heldout 8] [--out results/serve/live_fact_qwen05.md]
         [--json results/serve/live_fact_qwen05.json]
+        [--facts split --anchor [--anchor-from dev|train] [--anchor-coef 100] [--anchor-steps 1]] [--skip N]
 
 Measured, not a test (issue 45's "done when": a person correcting the 0.5B model on one fact it gets wrong sees its
 next answer to that question change within 10 minutes of CPU time, answers to held-out questions unchanged, every
@@ -39,6 +40,9 @@ from claw_lib.toy.real_tasks import real_facts  # noqa: E402
 from claw_lib.utils import add_report_args, atomic_write, check_new_file, limits_section, publish_report, \
     report_path, script_main  # noqa: E402
 
+#: the anchor's prompts by --anchor-from, as the reports name their file
+ANCHOR_POOLS = {"dev": "DEV_FACTS", "train": "TRAIN_FACTS_BUT_THE_CORRECTED"}
+ANCHOR_WHAT = {"dev": "the dev capital questions", "train": "every training capital question but the corrected one"}
 #: where the held-out questions come from, by --facts
 HELDOUT_FROM = {"first": "the set's other capital questions", "split": "the eval split's capital questions"}
 LIMITS = [
@@ -92,11 +96,13 @@ def choose(chat, lang: str, n_heldout: int, split: bool = False, skip: int = 0) 
     return target, answers[target.text], others, before
 
 
-def gate_file(path: Path, lang: str) -> Path:
-    """``path``: the publish gate's probes (claw_lib.serve.gate), the dev capital facts of ``lang`` (the truth as
-    the expected text)."""
+def gate_file(path: Path, lang: str, pool: str = "dev", but: str | None = None) -> Path:
+    """``path``: the publish gate's probes (claw_lib.serve.gate), the capital facts of ``lang`` in ``pool`` (the
+    truth as the expected text): ``dev``, the dev facts; ``train``, every training fact (the dev ones included) but
+    the question ``but`` (the one corrected)."""
     rows = [{"prompt": f.text, "expected": f.truth} for f in real_facts()
-            if f.kind == "capital" and f.lang == lang and f.dev]
+            if f.kind == "capital" and f.lang == lang and (f.dev if pool == "dev" else f.split == "train")
+            and f.text != but]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -116,6 +122,7 @@ def rounds(chat, url: str, proc, target, correction: str, a) -> list:
                      "stopped": st.get("stopped_reason"), "skipped": st.get("last_skipped"),
                      "gate": (st.get("publish_gate") or {}).get("last"),
                      "anchor_kl": [(st.get("metrics") or {}).get(k) for k in ("anchor/kl", "anchor/kl_after")],
+                     "anchor_prompts": (st.get("anchor") or {}).get("prompts"),
                      "answer_after": after, "right": bool(target.check(after)),
                      "server_cpu_min": round(cpu_seconds(proc.pid) / 60, 2)})
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
@@ -190,7 +197,9 @@ def page(res: dict) -> str:
                       f"({'published' if g['passed'] else 'kept the live version'})"
                       for g in {r["gate"]["version"]: r["gate"] for r in rows if r.get("gate")}.values()) + "."]
     if res.get("anchor"):
-        lines += ["- The anchor (the dev capital questions, the initial model's greedy answers to them): KL(initial || "
+        n = rows[-1].get("anchor_prompts")
+        lines += [f"- The anchor ({ANCHOR_WHAT[res.get('anchor_from') or 'dev']}"
+                  + (f", {n} prompts" if n else "") + ", the initial model's greedy answers to them): KL(initial || "
                   "policy) per answer token after each update's optimizer step -> after its anchor step, nats: "
                   + "; ".join(
                       f"round {r['round']}: {r['anchor_kl'][0]:.4f} -> {r['anchor_kl'][1]:.4f}" for r in rows
@@ -209,6 +218,10 @@ def add_fact_args(ap: argparse.ArgumentParser, heldout: int) -> None:
     ap.add_argument("--heldout", type=int, default=heldout, help=f"held-out questions (default {heldout})")
     ap.add_argument("--anchor", action="store_true",
                     help="claw serve --anchor with the dev capital questions as its prompts (use with --facts split)")
+    ap.add_argument("--anchor-from", choices=ANCHOR_POOLS, default="dev",
+                    help="the anchor's prompts: dev, the dev capital questions (default); train, every training "
+                         "capital question but the corrected one (the fact is then chosen on a server without the "
+                         "anchor, which makes way for the anchored one)")
     ap.add_argument("--anchor-coef", type=float, default=None, help="claw serve --anchor-coef (default: the server's)")
     ap.add_argument("--anchor-steps", type=int, default=None, help="claw serve --anchor-steps (default: the server's)")
     ap.add_argument("--skip", type=int, default=0,
@@ -224,25 +237,71 @@ def check_fact_args(a) -> Path:
     """The report's path, after the checks both benchmarks make (ValueError, one line)."""
     if a.rounds < 1 or a.heldout < 1 or a.max_cpu_minutes <= 0 or a.skip < 0:
         raise ValueError("--rounds and --heldout must be >= 1, --max-cpu-minutes > 0 and --skip >= 0")
+    if a.anchor_from == "train" and (not a.anchor or getattr(a, "facts", "split") != "split"):
+        raise ValueError("--anchor-from train needs --anchor and --facts split (the fact is a training fact)")
     if a.json is not None and a.from_json is None:
         check_new_file(a.json, a.force)
     return report_path(a)
 
 
-def serve_flags(a, tmp: Path) -> tuple:
-    """(``claw serve``'s flags for the run in the folder ``tmp``, the same as the report names them: the dev facts'
-    files as ``DEV_FACTS``)."""
+def serve_flags(a, tmp: Path, but: str | None = None, anchor: bool = True) -> tuple:
+    """(``claw serve``'s flags for the run in the folder ``tmp``, the same as the report names them: the facts'
+    files as ``ANCHOR_POOLS[pool]``); ``but``: the corrected question, left out of a ``train`` anchor; ``anchor``
+    False: without the anchor whatever ``a`` says."""
     flags = ["--serving-format", "int8", "--batch-size", 1, "--lora-impl", "peft", "--threads", a.threads] + \
         (["--lr", a.lr] if a.lr is not None else [])
     files, named = [], []
-    for on, flag, name in ((getattr(a, "gate", False), "--publish-gate", "gate.jsonl"),
-                           (a.anchor, "--anchor", "anchor.jsonl")):
-        if on:  # the dev questions (the initial model's answers to them are the anchor's)
-            files += [flag, gate_file(tmp / name, a.lang)]
-            named += [flag, "DEV_FACTS"]
+    anchor = anchor and a.anchor
+    for on, flag, name, pool in ((getattr(a, "gate", False), "--publish-gate", "gate.jsonl", "dev"),
+                                 (anchor, "--anchor", "anchor.jsonl", a.anchor_from)):
+        if on:  # the questions (the initial model's answers to them are the anchor's)
+            files += [flag, gate_file(tmp / name, a.lang, pool, but)]
+            named += [flag, ANCHOR_POOLS[pool]]
     coef = [x for flag, v in (("--anchor-coef", a.anchor_coef), ("--anchor-steps", a.anchor_steps))
-            if a.anchor and v is not None for x in (flag, v)]
+            if anchor and v is not None for x in (flag, v)]
     return ["--model", a.model] + flags + files + coef, " ".join(map(str, flags + named + coef))
+
+
+def serve_and_choose(a, tmp: Path, split: bool) -> tuple:
+    """Start ``claw serve`` for the run in ``tmp`` and choose the fact (:func:`choose`): (the process, its URL, the
+    chat (client, model id), ``choose``'s tuple, the flags as the report names them). With ``--anchor-from train``
+    the fact is chosen on a server without the anchor (the same initial model, so the same greedy answers), which then
+    makes way for the anchored one, whose anchor is every training question but the one chosen."""
+    chosen = None
+    if a.anchor and a.anchor_from == "train":
+        proc, url, chat = start_chat(serve_flags(a, tmp, anchor=False)[0], tmp / "choose")
+        try:
+            chosen = choose(chat, a.lang, a.heldout, split, a.skip)
+        finally:
+            stop(proc)
+    flags, named = serve_flags(a, tmp, but=chosen[0].text if chosen else None)
+    proc, url, chat = start_chat(flags, tmp / "run")
+    try:
+        chosen = chosen or choose(chat, a.lang, a.heldout, split, a.skip)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, url, chat, chosen, named
+
+
+def start_chat(flags: list, out: Path) -> tuple:
+    """(``claw serve`` started with ``flags`` and ``--out out`` (its log beside), its URL, (an ``openai`` client for
+    it, the served model's id))."""
+    import openai
+
+    proc, url = start_claw_serve(flags + ["--out", out], out.parent / f"{out.name}.log")
+    client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
+    try:
+        return proc, url, (client, client.models.list().data[0].id)
+    except BaseException:
+        stop(proc)
+        raise
+
+
+def stop(proc) -> None:
+    """Stop a server started by :func:`start_chat` (SIGTERM; its records are flushed)."""
+    proc.terminate()
+    proc.wait(timeout=120)
 
 
 def write_result(res: dict, a, out: Path, render) -> None:
@@ -272,23 +331,17 @@ def main(argv=None) -> int:
     if a.from_json is not None:
         publish_report(page(json.loads(a.from_json.read_text(encoding="utf-8"))), out, a.force)
         return 0
-    import openai
-
     with tempfile.TemporaryDirectory() as tmp:
-        flags, named = serve_flags(a, Path(tmp))
-        proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
+        proc, url, chat, (target, wrong, others, before), named = serve_and_choose(a, Path(tmp), a.facts == "split")
         try:
-            client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
-            chat = (client, client.models.list().data[0].id)
-            target, wrong, others, before = choose(chat, a.lang, a.heldout, a.facts == "split", a.skip)
             correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
             rows = rounds(chat, url, proc, target, correction, a)
             after = {f.text: ask(chat, f.text) for f in others}
             adapters = sorted(p.name for p in (Path(tmp) / "run" / "adapters").glob("v*"))
         finally:
-            proc.terminate()
-            proc.wait(timeout=120)
+            stop(proc)
     res = {"model": a.model, "serve_flags": named, "facts": a.facts, "gate": a.gate, "anchor": a.anchor,
+           "anchor_from": a.anchor_from if a.anchor else None,
            "question": target.text, "truth": target.truth, "wrong_answer": wrong, "correction": correction,
            "rounds": rows, "heldout_before": before, "heldout_after": after, "adapters": adapters,
            "max_cpu_minutes": a.max_cpu_minutes}

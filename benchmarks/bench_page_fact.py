@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from claw_lib.serve.page_driver import CHROMIUM_ARGS, answer_text, chromium_path, say, shown_version  # noqa: E402
-from claw_lib.serve.process import cpu_seconds, start_claw_serve, wait_idle  # noqa: E402
+from claw_lib.serve.process import cpu_seconds, wait_idle  # noqa: E402
 from claw_lib.text.phrases import CORRECTION_LEADS, with_lead  # noqa: E402
 from claw_lib.utils import limits_section, publish_report, script_main  # noqa: E402
 
@@ -132,15 +132,9 @@ def main(argv=None) -> int:
     if a.from_json is not None:
         publish_report(render(json.loads(a.from_json.read_text(encoding="utf-8"))), out, a.force)
         return 0
-    import openai
-
     with tempfile.TemporaryDirectory() as tmp:
-        flags, named = fact_bench.serve_flags(a, Path(tmp))
-        proc, url = start_claw_serve(flags + ["--out", Path(tmp) / "run"], Path(tmp) / "serve.log")
+        proc, url, chat, (target, wrong, others, before), named = fact_bench.serve_and_choose(a, Path(tmp), True)
         try:
-            client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=1800, max_retries=0)
-            chat = (client, client.models.list().data[0].id)
-            target, wrong, others, before = fact_bench.choose(chat, a.lang, a.heldout, True, a.skip)
             correction = with_lead(CORRECTION_LEADS[target.lang][0], target.answer(), target.lang)
             t0 = time.time()
             rows, problems = in_the_page(url, proc, target, correction, a)
@@ -148,8 +142,7 @@ def main(argv=None) -> int:
             after = {f.text: fact_bench.ask(chat, f.text) for f in others}
             adapters = sorted(p.name for p in (Path(tmp) / "run" / "adapters").glob("v*"))
         finally:
-            proc.terminate()
-            proc.wait(timeout=120)
+            fact_bench.stop(proc)
     res = {"model": a.model, "serve_flags": named, "question": target.text, "truth": target.truth,
            "wrong_answer": wrong, "correction": correction, "rounds": rows, "page_wall_s": wall,
            "page_errors": problems, "heldout_before": before, "heldout_after": after, "adapters": adapters,

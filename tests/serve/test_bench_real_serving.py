@@ -67,7 +67,29 @@ def test_split_facts_with_the_anchor_name_it_and_report_its_kl(tmp_path):
     assert "--anchor DEV_FACTS" in res["serve_flags"] and res["anchor"]
     kls = [r["anchor_kl"] for r in res["rounds"]]
     assert kls and all(before >= after >= 0 for before, after in kls), kls
-    assert "The anchor (the dev capital questions" in out.read_text()
+    assert "The anchor (the dev capital questions, 10 prompts" in out.read_text()
+
+
+def test_the_anchor_from_the_training_facts_leaves_out_the_corrected_one(tmp_path):
+    """--anchor-from train: the fact is chosen on a server without the anchor, then the anchored server's prompts
+    are every English training capital question but the corrected one (its status counts them), and the page names
+    them; without --anchor or --facts split the flag is refused in one line."""
+    from claw_lib.toy.real_tasks import real_facts
+
+    bench = load_tool("bench_live_fact", "benchmarks")
+    train = [f for f in real_facts() if f.kind == "capital" and f.lang == "en" and f.split == "train"]
+    rows = bench.gate_file(tmp_path / "a.jsonl", "en", "train", but=train[3].text).read_text().splitlines()
+    assert [json.loads(x)["prompt"] for x in rows] == [f.text for f in train if f is not train[3]]
+    out, js = tmp_path / "fact.md", tmp_path / "fact.json"
+    assert bench.main(["--model", "tiny", "--rounds", "1", "--heldout", "2", "--facts", "split", "--anchor",
+                       "--anchor-from", "train", "--threads", "1", "--out", str(out), "--json", str(js)]) == 0
+    res = json.loads(js.read_text())
+    assert "--anchor TRAIN_FACTS_BUT_THE_CORRECTED" in res["serve_flags"] and res["anchor_from"] == "train"
+    assert res["rounds"][0]["anchor_prompts"] == len(train) - 1
+    assert "every training capital question but the corrected one, 28 prompts" in out.read_text()
+    for flags in (["--anchor-from", "train"], ["--anchor", "--anchor-from", "train"]):
+        with pytest.raises(ValueError, match="--anchor-from train needs"):
+            bench.main(["--model", "tiny", *flags, "--out", str(tmp_path / "x.md")])
 
 
 @needs_browser
