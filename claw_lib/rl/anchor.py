@@ -17,8 +17,12 @@ How it is applied (:func:`anchor_steps`, after each optimizer step of :func:`cla
 the loss that Adam steps on: Adam normalises each parameter's gradient, and in an update's first steps (its moments
 still empty) every parameter the term touches moves by the full learning rate, so on the tiny GPT the term in the
 loss moved the anchor's answers more as its weight grew, not less (AdamW decouples weight decay from the adaptive
-step for the same reason). The initial model's log-probabilities are recomputed at each step, ``rows`` answers at a
-time (a stored copy would be (B, T, V) floats: 0.3 GB for ten 50-token answers of a 152k-token vocabulary).
+step for the same reason).
+
+The initial model never changes, so its distributions at the answer tokens are computed once, when the set is built,
+and kept: N answer tokens x V floats (0.17 GB for 280 tokens of a 152k-token vocabulary), with the constant
+sum_v p_ref log p_ref of each part, so that a step reads only the policy (a third fewer forwards per anchor step with
+one trial of the search). Above ``cache_mb`` they are recomputed at each use instead, ``rows`` answers at a time.
 """
 from __future__ import annotations
 
@@ -41,6 +45,8 @@ class AnchorSet:
     coef:      the anchor step's size in learning rates (>= 0; 0: no step, the set is not read)
     rows:      rows scored at a time (None: all at once): the term's memory is a part's (rows, T, V) logits
     steps:     anchor steps after each optimizer step (:func:`anchor_steps`)
+    cache:     per part of ``rows`` rows, (p_ref at its answer tokens (n, V), sum p_ref log p_ref over them (nats));
+               None: recomputed at each use
     """
 
     batch: Batch
@@ -48,6 +54,7 @@ class AnchorSet:
     coef: float
     rows: Optional[int] = None
     steps: int = 1
+    cache: Optional[list] = None
 
     @property
     def tokens(self) -> int:
@@ -56,10 +63,11 @@ class AnchorSet:
 
 
 def build_anchor(reference, prompt_ids: Sequence[Sequence[int]], answer_ids: Sequence[Sequence[int]], pad_id: int,
-                 coef: float, rows: Optional[int] = None, steps: int = 1) -> AnchorSet:
+                 coef: float, rows: Optional[int] = None, steps: int = 1, cache_mb: float = 1024.0) -> AnchorSet:
     """The :class:`AnchorSet` of the prompts ``prompt_ids`` and ``reference``'s answers to them ``answer_ids``
-    (token ids; an empty answer is dropped: it has no position to anchor). ValueError when no answer has a token,
-    or for a negative coef."""
+    (token ids; an empty answer is dropped: it has no position to anchor), with the reference's distributions kept
+    when they take at most ``cache_mb`` MiB (module docstring). ValueError when no answer has a token, or for a
+    negative coef."""
     if not (coef >= 0):
         raise ValueError(f"the anchor's coefficient must be >= 0, got {coef!r}")
     if not (isinstance(steps, int) and steps >= 1):
@@ -69,7 +77,21 @@ def build_anchor(reference, prompt_ids: Sequence[Sequence[int]], answer_ids: Seq
         raise ValueError("the anchor set has no answer with a token: nothing to anchor")
     dev = next(reference.parameters()).device
     batch = pack([p for p, _ in kept], [a for _, a in kept], pad_id).to(dev)
-    return AnchorSet(batch, reference, float(coef), rows, steps)
+    anchor = AnchorSet(batch, reference, float(coef), rows, steps)
+    if coef > 0:
+        parts = _row_parts(len(kept), rows)
+        first = _reference_part(anchor, _part(batch, parts[0]))
+        if anchor.tokens * first[0].shape[-1] * 4 <= cache_mb * 2 ** 20:
+            anchor.cache = [first] + [_reference_part(anchor, _part(batch, idx)) for idx in parts[1:]]
+    return anchor
+
+
+def _reference_part(anchor: AnchorSet, b: Batch) -> tuple:
+    """(p_ref (n, V) at the answer tokens of the part ``b``, sum p_ref log p_ref over them): the cache's entry."""
+    with torch.no_grad():
+        ref = torch.log_softmax(response_logits(anchor.reference, b)[0].float(), -1)[b.response_mask]     # (n, V)
+        p = ref.exp()
+        return p, float((p * ref).sum())
 
 
 def _row_parts(n: int, rows: Optional[int]) -> List[torch.Tensor]:
@@ -86,14 +108,12 @@ def anchor_kl(policy, anchor: AnchorSet, backward: bool = False) -> float:
     at a time; with ``backward`` the gradient of ``anchor.coef * anchor_kl`` is added to the parameters' ``.grad``
     (each part's backward weighted by its share of the tokens: the same gradient as one pass, to rounding)."""
     total, n = 0.0, anchor.tokens
-    for idx in _row_parts(len(anchor.batch.input_ids), anchor.rows):
+    for k, idx in enumerate(_row_parts(len(anchor.batch.input_ids), anchor.rows)):
         b = _part(anchor.batch, idx)
-        with torch.no_grad():
-            ref = torch.log_softmax(response_logits(anchor.reference, b)[0].float(), -1)        # (b, T, V)
+        p, plogp = anchor.cache[k] if anchor.cache else _reference_part(anchor, b)             # (n, V), nats
         with torch.set_grad_enabled(backward):
-            logp = torch.log_softmax(response_logits(policy, b)[0].float(), -1)              # (b, T, V)
-            per = (ref.exp() * (ref - logp)).sum(-1).masked_fill(~b.response_mask, 0.0)       # (b, T)
-            part = per.sum() / n
+            logp = torch.log_softmax(response_logits(policy, b)[0].float(), -1)[b.response_mask]  # (n, V)
+            part = (plogp - (p * logp).sum()) / n
             if backward:
                 (anchor.coef * part).backward()
         total += float(part.detach())

@@ -37,10 +37,11 @@ def serve_anchor(engine, path: str, coef: float, max_tokens: int, rows: Optional
 
 
 def anchor_status(anchor: Optional[AnchorSet], path: str, metrics: list) -> Optional[dict]:
-    """``GET /v1/claw/status``'s ``anchor``: the file, its prompts and answer tokens, the coefficient and the last
-    update's ``anchor/kl`` (None before the first update); None without an anchor."""
+    """``GET /v1/claw/status``'s ``anchor``: the file, its prompts and answer tokens, the coefficient, whether the
+    initial model's distributions are kept (:mod:`claw_lib.rl.anchor`) and the last update's ``anchor/kl`` (None
+    before the first update); None without an anchor."""
     if anchor is None:
         return None
     last = next((m["anchor/kl"] for m in reversed(metrics) if "anchor/kl" in m), None)
     return {"file": path, "prompts": len(anchor.batch.input_ids), "tokens": anchor.tokens, "coef": anchor.coef,
-            "steps": anchor.steps, "last_kl": last}
+            "steps": anchor.steps, "reference_kept": anchor.cache is not None, "last_kl": last}

@@ -43,9 +43,26 @@ def test_the_anchor_kl_is_the_per_token_kl_of_a_brute_force_loop():
     ref, pol, tok = _models()
     pol.eval()
     for rows in (None, 1, 2):
-        a = build_anchor(ref, PROMPTS, ANSWERS, tok.pad_token_id, coef=1.0, rows=rows)
-        assert a.tokens == 9
-        assert anchor_kl(pol, a) == pytest.approx(_brute(ref, pol, PROMPTS, ANSWERS), rel=1e-4, abs=1e-7)
+        for cache_mb in (1024, 0):  # the reference's distributions kept, and recomputed at each use
+            a = build_anchor(ref, PROMPTS, ANSWERS, tok.pad_token_id, coef=1.0, rows=rows, cache_mb=cache_mb)
+            assert a.tokens == 9 and (a.cache is None) == (cache_mb == 0)
+            assert anchor_kl(pol, a) == pytest.approx(_brute(ref, pol, PROMPTS, ANSWERS), rel=1e-4, abs=1e-7)
+
+
+def test_a_kept_reference_is_not_run_again_and_gives_the_same_gradient():
+    """With the cache the reference model is never called after the build (a reference that raises is not
+    noticed), and the term's gradient is the recomputing one's, to rounding."""
+    ref, pol, tok = _models()
+    pol.eval()
+    grads = []
+    for cache_mb in (1024, 0):
+        a = build_anchor(ref, PROMPTS, ANSWERS, tok.pad_token_id, coef=2.0, rows=2, cache_mb=cache_mb)
+        if cache_mb:
+            a.reference = None  # calling it would raise
+        pol.zero_grad()
+        anchor_kl(pol, a, backward=True)
+        grads.append(torch.cat([p.grad.flatten() for p in pol.parameters()]))
+    assert torch.allclose(grads[0], grads[1], rtol=1e-4, atol=1e-8)
 
 
 def test_an_empty_answer_is_dropped_and_bad_sets_are_refused():

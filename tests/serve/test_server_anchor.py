@@ -45,7 +45,7 @@ def test_the_anchor_keeps_the_policy_nearer_the_initial_model_on_its_prompts(tmp
     st1, rows1, kl1 = _after_corrections(tmp_path, "anchored", 100.0)
     assert st0["updates"] == st1["updates"] == 2
     assert st1["anchor"]["prompts"] == 3 and st1["anchor"]["tokens"] > 3 and st1["anchor"]["coef"] == 100.0
-    assert st1["anchor"]["steps"] == 1
+    assert st1["anchor"]["steps"] == 1 and st1["anchor"]["reference_kept"]
     assert st1["anchor"]["last_kl"] == rows1[-1]["anchor/kl"] > 0
     assert all(r["anchor/kl_after"] <= r["anchor/kl"] for r in rows1)  # (means over the update's steps)
     assert all("anchor/kl" not in r for r in rows0)  # coef 0: the term is not computed
