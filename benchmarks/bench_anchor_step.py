@@ -1,7 +1,7 @@
 """The anchor's step with the initial model's distributions kept vs recomputed at each use: seconds per step, one run.
 
     OMP_NUM_THREADS=2 python benchmarks/bench_anchor_step.py --model tiny [--anchor-from dev|train] [--lang en]
-        [--reps 3] [--out results/serve/bench_anchor_step.md] [--json ...]
+        [--lr 1e-4] [--rows 1] [--reps 3] [--out results/serve/bench_anchor_step.md] [--json ...]
 
 ``claw serve --anchor`` (:mod:`claw_lib.serve.anchoring`) takes, after each optimizer step, a step on KL(initial ||
 policy) over the initial model's greedy answers to the anchor's prompts (:mod:`claw_lib.rl.anchor`). The initial
@@ -10,9 +10,10 @@ status); this script times :func:`~claw_lib.rl.anchor.anchor_steps` both ways on
 
 1. a :class:`~claw_lib.serve.system.LiveSystem` with ``--anchor`` (the capital questions of the real-world task set,
    :mod:`claw_lib.toy.real_tasks`, as ``benchmarks/bench_live_fact.py`` builds them; ``train``: every training one)
-   and the model's per-model settings (a real model: PEFT LoRA, the micro-batch ``--rows``);
-2. the trainable weights moved away from the initial model by Gaussian noise (``--noise`` x their scale, seeded), so
-   that the step has something to undo;
+   and ``claw serve``'s settings for the model (a real model: PEFT LoRA; ``--lr``, the micro-batch ``--rows``);
+2. the trainable weights moved away from the initial model by Gaussian noise (``--noise`` x their mean magnitude,
+   or the trainable weights' typical one where they are all zero, as LoRA's B; seeded), so that the step has
+   something to undo (on the 0.5B model ``--noise 0.5`` gives about the anchor KL of a live correction, 0.01-0.03);
 3. ``--reps`` times, alternately, from those same weights: the step with the kept distributions and the step that
    recomputes them; the KL before and after each (the same step, so the same numbers to rounding).
 
@@ -46,10 +47,13 @@ def system_with_anchor(a, folder: Path):
     """A :class:`~claw_lib.serve.system.LiveSystem` (no run folder) with the anchor of ``a``'s questions."""
     from bench_live_fact import gate_file
 
-    from claw_lib.serve.config import ServeConfig, default_ppo
+    from claw_lib.config import PPOConfig
+    from claw_lib.serve.config import ServeConfig
     from claw_lib.serve.system import LiveSystem
 
-    ppo = replace(default_ppo(), model=a.model, threads=a.threads, micro_batch=a.rows)
+    # claw serve's settings (claw_lib.serve.config.default_ppo) on this model, its per-model ones filled at the load
+    ppo = PPOConfig(model=a.model, strategy="combined", batch_size=4, progress=False, threads=a.threads,
+                    micro_batch=a.rows, lr=a.lr, lora_impl="auto" if a.model == "tiny" else "peft")
     return LiveSystem(ServeConfig(ppo=ppo, anchor=str(gate_file(folder / "anchor.jsonl", a.lang, a.anchor_from)),
                                   serving_format="full"))
 
@@ -78,10 +82,12 @@ def measure(a) -> dict:
     if kept.cache is None:
         raise ValueError("the anchor's distributions were not kept (above the cache's size): nothing to compare")
     params = [q for q in policy.parameters() if q.requires_grad]
+    sizes = [float(q.abs().mean()) for q in params]
+    typical = statistics.mean(x for x in sizes if x > 0)  # for weights at zero (LoRA's B)
     g = torch.Generator().manual_seed(a.seed)
     with torch.no_grad():
-        for q in params:
-            q.add_(torch.randn(q.shape, generator=g) * a.noise * (float(q.abs().mean()) or 1e-3))
+        for q, size in zip(params, sizes):
+            q.add_(torch.randn(q.shape, generator=g) * a.noise * (size or typical))
     start = [q.detach().clone() for q in params]
     both = {"kept": kept, "recomputed": replace(kept, cache=None)}
     runs = {k: [] for k in both}
@@ -105,7 +111,8 @@ def render(res: dict) -> str:
     for k, v in res["runs"].items():
         lines.append(f"| {k} | {res['median_s'][k]:.3f} | {v[0]['kl'][0]:.6f} -> {v[0]['kl'][1]:.6f} |")
     lines += ["", f"- Recomputed / kept: **{res['ratio']:.2f}x** the seconds per anchor step (median of "
-                  f"{res['reps']} each, alternating, from the same weights).", "", limits_section(LIMITS)]
+                  f"{res['reps']} each, alternating, from the same weights; the weights moved by noise "
+                  f"{res['noise']:g} x their magnitude).", "", limits_section(LIMITS)]
     return "\n".join(lines) + "\n"
 
 
@@ -115,6 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="en", choices=("en", "zh"))
     ap.add_argument("--anchor-from", choices=("dev", "train"), default="dev", help="the anchor's capital questions")
     ap.add_argument("--rows", type=int, default=None, help="rows scored at a time (the micro-batch; default: all)")
+    ap.add_argument("--lr", type=float, default=None, help="claw serve --lr (default: the per-model one)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--noise", type=float, default=0.05, help="the weights' move, in their mean magnitudes")
     ap.add_argument("--seed", type=int, default=0)
