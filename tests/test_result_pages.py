@@ -44,6 +44,7 @@ GENERATED = {
     "results/serve/page_fact_qwen05.md": ("benchmarks", "bench_page_fact", "LIMITS"),
     "results/serve/live_fact_qwen05_anchor_runs.md": ("benchmarks", "bench_live_fact", "TABLE_LIMITS"),
     "results/serve/batch_flips_qwen05.md": ("benchmarks", "bench_batch_flips", "LIMITS"),
+    "results/serve/bench_anchor_step_qwen05.md": ("benchmarks", "bench_anchor_step", "LIMITS"),
 }
 
 
