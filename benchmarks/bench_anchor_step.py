@@ -82,7 +82,7 @@ def measure(a) -> dict:
     if kept.cache is None:
         raise ValueError("the anchor's distributions were not kept (above the cache's size): nothing to compare")
     params = [q for q in policy.parameters() if q.requires_grad]
-    sizes = [float(q.abs().mean()) for q in params]
+    sizes = [float(q.detach().abs().mean()) for q in params]
     typical = statistics.mean(x for x in sizes if x > 0)  # for weights at zero (LoRA's B)
     g = torch.Generator().manual_seed(a.seed)
     with torch.no_grad():
