@@ -217,7 +217,8 @@ def add_fact_args(ap: argparse.ArgumentParser, heldout: int) -> None:
     ap.add_argument("--max-cpu-minutes", type=float, default=10.0, help="stop when the server has used this much")
     ap.add_argument("--heldout", type=int, default=heldout, help=f"held-out questions (default {heldout})")
     ap.add_argument("--anchor", action="store_true",
-                    help="claw serve --anchor with the dev capital questions as its prompts (use with --facts split)")
+                    help="claw serve --anchor with capital questions as its prompts (which: --anchor-from; use with "
+                         "--facts split)")
     ap.add_argument("--anchor-from", choices=ANCHOR_POOLS, default="dev",
                     help="the anchor's prompts: dev, the dev capital questions (default); train, every training "
                          "capital question but the corrected one (the fact is then chosen on a server without the "
