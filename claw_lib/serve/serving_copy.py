@@ -17,7 +17,8 @@ in favour of torchao and warns once; the warning is silenced here.
 
 The kit's tiny GPT is a GPT-2, whose attention and MLP layers are ``Conv1D`` rather than ``nn.Linear``: there
 "int8" quantises the output layer only. LoRA adapters stay in full precision beside their int8 base layers. Hugging Face models such as Qwen2.5 are ``nn.Linear`` throughout. The
-dynamic int8 kernels are CPU kernels: "int8" is refused for a model on a GPU (use "bf16").
+dynamic int8 kernels are CPU kernels: "int8" is refused for a model on a GPU (use "bf16"). They take float32
+activations: the int8 copy of a bfloat16 model is made from a float32 copy of it (its embeddings and norms in float32).
 """
 from __future__ import annotations
 
@@ -45,11 +46,14 @@ def serving_copy(model, fmt: str, shared: Optional[Dict[int, torch.nn.Parameter]
         return model
     if fmt == "bf16":
         return copy.deepcopy(model).to(torch.bfloat16)
-    check_serving_format(fmt, str(next(model.parameters()).device))
+    first = next(model.parameters())
+    check_serving_format(fmt, str(first.device))
+    # the int8 kernels take float32 activations: a bfloat16 model (``--dtype auto`` on a CPU with AMX) is copied
+    # into float32 first, sharing nothing (a shared parameter converted in place would change the training weights)
+    base = copy.deepcopy(model, dict(shared or {})) if first.dtype == torch.float32 else copy.deepcopy(model).float()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # quantize_dynamic's deprecation note (module docstring)
-        return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model, dict(shared or {})), base_linears(model),
-                                                      dtype=torch.qint8, inplace=True)
+        return torch.ao.quantization.quantize_dynamic(base, base_linears(model), dtype=torch.qint8, inplace=True)
 
 
 def base_linears(model) -> set:

@@ -122,3 +122,21 @@ def test_adapters_share_one_set_of_base_weights():
     full = Engine(check_serve_config(ServeConfig(ppo=PPOConfig(strategy="combined", progress=False, threads=1,
                                                                lora_rank=0))))
     assert full.shared == {} and not any(p is q for p, q in zip(full.trainer.parameters(), full.teacher.parameters()))
+
+
+def test_int8_of_a_bfloat16_model_answers_and_leaves_the_training_weights_alone():
+    """``--dtype auto`` picks bfloat16 on a CPU with AMX; the int8 kernels take float32 activations, so the int8 copy
+    is made from a float32 copy (a 500 on every request before). The bfloat16 weights it came from, adapters and
+    base alike, are not converted in place; a swap rebuilds it the same way."""
+    e = Engine(check_serve_config(ServeConfig(ppo=PPOConfig(strategy="combined", progress=False, threads=1,
+                                                            lora_rank=4, dtype="bfloat16"), serving_format="int8")))
+    assert {p.dtype for p in e.trainer.parameters() if not p.requires_grad} == {torch.bfloat16}  # the base
+    before = {n: p.clone() for n, p in e.serving.named_parameters()}
+    dtypes = {n: p.dtype for n, p in e.serving.named_parameters()}
+    served = e.answer(e.task(MSGS), 0.0, 12, 0)
+    assert served.response_ids and len(served.rollout_log_probs) == len(served.response_ids)
+    assert np.isfinite(served.rollout_log_probs).all()
+    assert {n: p.dtype for n, p in e.serving.named_parameters()} == dtypes
+    assert all(torch.equal(before[n], p) for n, p in e.serving.named_parameters())
+    e.publish(1)
+    assert e.answer(e.task(MSGS), 0.0, 12, 0).response_ids
