@@ -71,7 +71,9 @@ def drive_stream(a, url: str, folder: Path) -> None:
            "--out", str(folder / "sessions.jsonl"), "--resume"] + ARMS[a.arm][1] + problem_args(a, "stream")
     if a.sessions is not None:
         cmd += ["--sessions", str(a.sessions)]
-    subprocess.run(cmd, check=True, cwd=ROOT)
+    rc = subprocess.run(cmd, cwd=ROOT).returncode
+    if rc:  # claw simulate printed its one-line reason; the same command resumes
+        raise SystemExit(f"error: claw simulate exited with {rc} (its message is above); the same command resumes")
 
 
 def problem_args(a, split: str) -> list:
@@ -148,8 +150,8 @@ def run(a) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     progress = folder / "progress.json"
     spent = json.loads(progress.read_text())["cpu_s"] if progress.is_file() else 0.0
-    proc, url = start_server(a, folder)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below: CPU time kept
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below (CPU time kept) or
+    proc, url = start_server(a, folder)  # stops the server still loading (start_claw_serve)
     try:
         drive_stream(a, url, folder)
         wait_idle(url, a.wait_s)

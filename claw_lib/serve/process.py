@@ -33,23 +33,36 @@ def start_claw_serve(flags: List[str], log_path, timeout_s: float = 900.0,
                      env: Optional[dict] = None) -> Tuple[subprocess.Popen, str]:
     """``claw serve FLAGS --port P`` (this checkout's claw_lib, its output appended to ``log_path``): (the process,
     its base URL) once ``/v1/models`` answers. RuntimeError (one line) when it exits first or does not answer within
-    ``timeout_s`` seconds (then it is killed)."""
+    ``timeout_s`` seconds (then it is killed); killed too when the wait is interrupted (SIGTERM turned into
+    SystemExit, KeyboardInterrupt), so no server is left running alone."""
     port = free_port()
     cmd = [sys.executable, "-m", "claw_lib.apps.cli", "serve", *map(str, flags), "--port", str(port)]
     with open(log_path, "a", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-    url, t0 = f"http://127.0.0.1:{port}", time.monotonic()
-    while time.monotonic() - t0 < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"claw serve exited with {proc.returncode}; see {log_path}")
+    url = f"http://127.0.0.1:{port}"
+    try:  # interrupted while it loads (a signal, Ctrl-C): the server goes too, never left running on its own
+        if wait_answering(proc, url, timeout_s):
+            return proc, url
+    except BaseException:
+        proc.kill()
+        raise
+    if proc.poll() is not None:
+        raise RuntimeError(f"claw serve exited with {proc.returncode}; see {log_path}")
+    proc.kill()
+    raise RuntimeError(f"claw serve did not answer within {timeout_s:.0f} s; see {log_path}")
+
+
+def wait_answering(proc: subprocess.Popen, url: str, timeout_s: float) -> bool:
+    """Poll ``url/v1/models`` every 2 s until it answers 200 (True), ``proc`` exits or ``timeout_s`` pass (False)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s and proc.poll() is None:
         try:
             if httpx.get(url + "/v1/models", timeout=5).status_code == 200:
-                return proc, url
+                return True
         except httpx.HTTPError:
             pass
         time.sleep(2)
-    proc.kill()
-    raise RuntimeError(f"claw serve did not answer within {timeout_s:.0f} s; see {log_path}")
+    return False
 
 
 def cpu_seconds(pid: int) -> float:

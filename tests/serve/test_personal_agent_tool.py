@@ -256,3 +256,19 @@ def test_the_report_draws_the_token_colours_beside_it(runs, tmp_path):
     assert "Held-out problem 7 (chosen by the rule: the replies differ)" in text
     assert "Tokens moved by more than 0.1 nats: 2 of 3 before, 1 of 2 after." in text
     assert (tmp_path / "tokens.png").stat().st_size > 5000
+
+
+def test_a_stream_that_stops_is_one_line_and_stops_its_server(tmp_path, monkeypatch):
+    """claw simulate exiting non-zero (a server error it printed in one line) ends the run with one line, not a
+    traceback; the server is stopped and the CPU time so far kept for the resumed run."""
+    import subprocess
+
+    tool = load_tool("personal_agent")
+    servers = []
+    start = tool.start_server
+    monkeypatch.setattr(tool, "start_server", lambda a, folder: servers.append(start(a, folder)) or servers[-1])
+    monkeypatch.setattr(tool.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 2))
+    with pytest.raises(SystemExit, match="^error: claw simulate exited with 2 .*the same command resumes$"):
+        tool.main(["run", "--arm", "no_training", "--runs", str(tmp_path), "--sessions", "1"] + COMMON)
+    assert servers[0][0].poll() is not None
+    assert json.loads((tmp_path / "student_en" / "no_training" / "seed0" / "progress.json").read_text())["cpu_s"] > 0
