@@ -91,7 +91,7 @@ def run_kind(max_batch: int, fmt: str, a, threads: int, prefix: bool = True) -> 
     from claw_lib.serve import LiveServer, ServeConfig
 
     cfg = ServeConfig(ppo=PPOConfig(strategy="combined", seed=a.seed, progress=False, threads=threads, model=a.model,
-                                    device="cpu"),
+                                    device="cpu", dtype=a.dtype),
                       train=False, max_batch=max_batch, max_tokens_limit=max(a.max_tokens, 1), serving_format=fmt,
                       **({} if prefix else {"prefix_cache_tokens": 0}))
     out = {}
@@ -124,7 +124,7 @@ def engine_only(a, threads: int) -> dict:
     from claw_lib.serve.sampling import SamplingParams
 
     cfg = ServeConfig(ppo=PPOConfig(strategy="combined", seed=a.seed, progress=False, threads=threads, model=a.model,
-                                    device="cpu"),
+                                    device="cpu", dtype=a.dtype),
                       train=False, max_tokens_limit=max(a.max_tokens, 1))
     out = {}
     with LiveServer(cfg, port=0) as srv:
@@ -169,11 +169,15 @@ def summary(runs: list, concurrency) -> list:
 
 
 def report(rows: list, a, threads: int, engine: dict) -> str:
+    from claw_lib.models.lm import bf16_supported, resolve_dtype
+
+    dtype = str(resolve_dtype(a.dtype, "cpu", a.model)).replace("torch.", "")
     load = f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "n/a"
     lines = ["# claw serve: concurrent sessions decoded together vs one at a time", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared with other work; 1-minute load {load} "
              f"at the end), torch {threads} thread(s), Python {platform.python_version()}. Model {model_name(a)}, "
              f"training off, "
+             f"weights {dtype} (the CPU computes bfloat16 natively: {'yes' if bf16_supported('cpu') else 'no'}), "
              f"{a.requests} requests per session, max_tokens {a.max_tokens}, temperature 1 with a fixed seed per "
              f"request, {a.repeats} repeat(s) of each server kind (alternating). Written by "
              "`benchmarks/bench_serve_batching.py`; see its docstring.", "",
@@ -199,7 +203,7 @@ def report(rows: list, a, threads: int, engine: dict) -> str:
     for fmt in (f for f in a.formats if f != "full"):
         fast = next(r for r in rows if r["kind"] == f"batched, {fmt}" and r["concurrency"] == top)
         if base is not None:
-            lines += ["", f"At {top} sessions, batched from the {fmt} copy vs one at a time from the full-precision "
+            lines += ["", f"At {top} sessions, batched from the {fmt} copy vs one at a time from the {dtype} "
                       f"weights: {fast['tokens_per_s'] / base['tokens_per_s']:.2f}x the tokens/s (the real-model "
                       "target: at least 8x at 8 sessions)."]
     lo = min(a.concurrency)
@@ -259,6 +263,9 @@ def main(argv=None) -> int:
                     help="serve with the prefix cache (ServeConfig.prefix_cache_tokens), without it, or both (the batched "
                          "server also without it; default)")
     ap.add_argument("--model", default="tiny", help="the tiny GPT (default) or a local Hugging Face folder")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "auto"],
+                    help="the model's (and the full serving copy's) dtype; float32 by default, the baseline the "
+                         "ratios are read against (\"auto\" is bfloat16 on a CPU with AVX512-BF16 / AMX)")
     ap.add_argument("--json", type=Path, default=None, help="also write every latency and the summary as JSON")
     from claw_lib.utils import add_report_args, atomic_write, check_new_file, publish_report, report_path, \
         set_threads

@@ -130,6 +130,21 @@ def test_the_batching_benchmark_compares_with_and_without_the_prefix_cache(tmp_p
     assert kinds == {"batched": True, "one at a time": True, "batched, no prefix cache": False}
     assert {(r["kind"], r["concurrency"]) for r in res["summary"]} == {(k, c) for k in kinds for c in (1, 2)}
     assert "Without the prefix cache" in out.read_text()
+    assert "weights float32 (the CPU computes bfloat16 natively: " in out.read_text()  # the baseline's dtype named
+
+
+def test_the_batching_benchmark_runs_the_dtype_it_names(tmp_path, monkeypatch):
+    """--dtype reaches every server's config ("auto" would be bfloat16 on a CPU with AMX, and a float32 baseline's
+    ratios would silently become bfloat16's); the page names the dtype the model ran in."""
+    bench = load_tool("bench_serve_batching", "benchmarks")
+    seen = []
+    monkeypatch.setattr(bench, "run_kind", lambda mb, fmt, a, threads, prefix=True: seen.append(a.dtype) or {
+        c: {"latency_s": [0.1], "tokens": 4, "wall_s": 0.1} for c in a.concurrency})
+    monkeypatch.setattr(bench, "engine_only", lambda a, threads: {c: 1.0 for c in a.concurrency})
+    out = tmp_path / "b.md"
+    assert bench.main(["--concurrency", "1", "--repeats", "1", "--dtype", "bfloat16", "--prefix-cache", "on",
+                       "--out", str(out)]) == 0
+    assert seen == ["bfloat16", "bfloat16"] and "weights bfloat16 (" in out.read_text()
 
 
 def test_claw_serve_takes_the_prefix_cache_budget():
