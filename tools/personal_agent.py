@@ -97,8 +97,12 @@ def heldout(a, url: str, folder: Path) -> list:
         _, msgs = first_request(a.persona, a.lang, p, a.seed)
         if "--prompted" in ARMS[a.arm][1]:
             msgs = [{"role": "system", "content": preference(a.persona, a.lang)}] + msgs
-        r = httpx.post(url + "/v1/chat/completions", timeout=3600,
-                       json={"messages": msgs, "temperature": 0.0, "max_tokens": a.max_tokens}).json()
+        resp = httpx.post(url + "/v1/chat/completions", timeout=3600,
+                          json={"messages": msgs, "temperature": 0.0, "max_tokens": a.max_tokens})
+        if resp.status_code != 200:  # one line naming the server's answer; the problems answered so far are kept
+            raise SystemExit(f"error: the server answered HTTP {resp.status_code} to held-out problem {p.index}: "
+                             f"{resp.text[:200]}; see {folder / 'serve.log'}; the same command resumes")
+        r = resp.json()
         reply = r["choices"][0]["message"]["content"] or ""
         row = {"problem": p.index, "accepted": all(checks(a.persona, reply).values()),
                "correct": is_correct(reply, p.gold), "tokens": r["usage"]["completion_tokens"],

@@ -272,3 +272,18 @@ def test_a_stream_that_stops_is_one_line_and_stops_its_server(tmp_path, monkeypa
         tool.main(["run", "--arm", "no_training", "--runs", str(tmp_path), "--sessions", "1"] + COMMON)
     assert servers[0][0].poll() is not None
     assert json.loads((tmp_path / "student_en" / "no_training" / "seed0" / "progress.json").read_text())["cpu_s"] > 0
+
+
+def test_a_held_out_problem_the_server_refuses_is_one_line(tmp_path, monkeypatch):
+    """A held-out request answered with an error (a 500 from a broken serving copy) ends the run in one line naming
+    the status and the problem; the server is stopped."""
+    import subprocess
+
+    import httpx
+
+    tool = load_tool("personal_agent")
+    monkeypatch.setattr(tool.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0))
+    monkeypatch.setattr(tool, "wait_idle", lambda url, limit: {})
+    monkeypatch.setattr(tool.httpx, "post", lambda *a, **kw: httpx.Response(500, json={"error": {"message": "boom"}}))
+    with pytest.raises(SystemExit, match=r"^error: the server answered HTTP 500 to held-out problem \d+: .*boom"):
+        tool.main(["run", "--arm", "no_training", "--runs", str(tmp_path), "--sessions", "1"] + COMMON)
