@@ -434,6 +434,9 @@ LIMITS = [
     "A tuned learning rate: the teacher's trained arms train LoRA adapters at 1e-4 (5.6x the kit's per-model default "
     "1.8e-5, at which three updates had not changed a 0.5B model's greedy answers), chosen before the run and not "
     "tuned on dev problems.",
+    "CPU minutes across machines: the student's Binary RL and prompt-only runs and the teacher's Binary RL seed 1 ran "
+    "on a later machine (2 cores that compute bfloat16 natively; the weights kept in float32, as in every run), so "
+    "their CPU minutes compare with each other, not with the other runs'.",
     "The paper's protocol exactly: the user is the kit's scripted persona (no LLM), a session allows two answers "
     "instead of upstream's eight (the controls, which do not train, one: only the first is measured), and the judge "
     "is the kit's rule judge.",
