@@ -75,7 +75,8 @@ def test_every_page_is_known_to_a_generator():
     grids = {_rel(p.parent / "ablation.md") for p in (ROOT / "results").rglob("ablation.csv")}
     by_hand_paragraph = {"results/serve/kill_sweep.md", "results/serve/bench_serve_batching.md",
                          "results/serve/bench_serve_batching_qwen05.md",
-                         "results/serve/bench_serve_batching_qwen05_160.md"}
+                         "results/serve/bench_serve_batching_qwen05_160.md",
+                         "results/serve/bench_serve_batching_qwen05_amx.md"}
     assert {_rel(p) for p in PAGES} == grids | set(GENERATED) | by_hand_paragraph
 
 
