@@ -154,8 +154,10 @@ def run(a) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     progress = folder / "progress.json"
     spent = json.loads(progress.read_text())["cpu_s"] if progress.is_file() else 0.0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the finally below (CPU time kept) or
-    proc, url = start_server(a, folder)  # stops the server still loading (start_claw_serve)
+    # a kill (SIGTERM) becomes SystemExit: it stops a server still loading (start_claw_serve) or runs the finally
+    # below (the server stopped, CPU time kept)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    proc, url = start_server(a, folder)
     try:
         drive_stream(a, url, folder)
         wait_idle(url, a.wait_s)

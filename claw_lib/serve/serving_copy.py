@@ -46,11 +46,12 @@ def serving_copy(model, fmt: str, shared: Optional[Dict[int, torch.nn.Parameter]
         return model
     if fmt == "bf16":
         return copy.deepcopy(model).to(torch.bfloat16)
-    first = next(model.parameters())
-    check_serving_format(fmt, str(first.device))
-    # the int8 kernels take float32 activations: a bfloat16 model (``--dtype auto`` on a CPU with AMX) is copied
-    # into float32 first, sharing nothing (a shared parameter converted in place would change the training weights)
-    base = copy.deepcopy(model, dict(shared or {})) if first.dtype == torch.float32 else copy.deepcopy(model).float()
+    check_serving_format(fmt, str(next(model.parameters()).device))
+    # the int8 kernels take float32 activations: a model with any other parameters (bfloat16 from ``--dtype auto`` on
+    # a CPU with AMX) is copied into float32 first, sharing nothing (a shared parameter converted in place would
+    # change the training weights)
+    full = all(p.dtype == torch.float32 for p in model.parameters())
+    base = copy.deepcopy(model, dict(shared or {})) if full else copy.deepcopy(model).float()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # quantize_dynamic's deprecation note (module docstring)
         return torch.ao.quantization.quantize_dynamic(base, base_linears(model), dtype=torch.qint8, inplace=True)

@@ -282,8 +282,12 @@ def test_a_held_out_problem_the_server_refuses_is_one_line(tmp_path, monkeypatch
     import httpx
 
     tool = load_tool("personal_agent")
+    servers = []
+    start = tool.start_server
+    monkeypatch.setattr(tool, "start_server", lambda a, folder: servers.append(start(a, folder)) or servers[-1])
     monkeypatch.setattr(tool.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0))
     monkeypatch.setattr(tool, "wait_idle", lambda url, limit: {})
     monkeypatch.setattr(tool.httpx, "post", lambda *a, **kw: httpx.Response(500, json={"error": {"message": "boom"}}))
     with pytest.raises(SystemExit, match=r"^error: the server answered HTTP 500 to held-out problem \d+: .*boom"):
         tool.main(["run", "--arm", "no_training", "--runs", str(tmp_path), "--sessions", "1"] + COMMON)
+    assert servers[0][0].poll() is not None
